@@ -1,0 +1,199 @@
+//! One attempt, wired up: the child's standard descriptors, the threads that
+//! pump scanned output and feed replayed input, and the end of it all.
+//!
+//! Output that is not scanned is not piped at all: the child inherits the
+//! descriptor (a terminal stays a terminal, interleaving stays exact). When
+//! stdout and stderr are both scanned and lead to the same file (one
+//! terminal, `>log 2>&1`), the child gets one pipe for both, which keeps
+//! their relative order.
+//!
+//! The attempt ends when the child exits, not when its pipes reach end of
+//! file: a background grandchild may hold them open. After the exit (and the
+//! group clean-up) the pumps get a short time to drain, then are cancelled.
+
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::child::{ChildIo, Finished, Launch};
+use crate::classify::Ending;
+use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
+use crate::signals::Event;
+use crate::stdin::AttemptStdin;
+
+/// How long pumps may keep draining after the attempt's process is gone.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// How the attempt's output is wired.
+pub struct OutputPlan<'a> {
+    /// The patterns to scan for; `None` when nothing is scanned.
+    pub patterns: Option<&'a PatternSet>,
+    pub scan_stdout: bool,
+    /// stdout and stderr are the same open file: one pipe for both.
+    pub same_file: bool,
+    /// `--buffer-stdout`: stdout goes here instead.
+    pub stdout_spool: Option<&'a File>,
+}
+
+pub struct Outcome {
+    pub finished: Finished,
+    pub scan: ScanResult,
+    /// A reader of our stdout or stderr went away while we passed output on.
+    pub downstream_closed: bool,
+    /// Our stderr now stands in the middle of a line of the child's.
+    pub stderr_mid_line: bool,
+    pub duration: Duration,
+    /// Trouble feeding stdin, worth a warning.
+    pub stdin_error: Option<String>,
+}
+
+/// Retry's own standard descriptor `fd` (0, 1 or 2).
+pub fn own_fd(fd: i32) -> BorrowedFd<'static> {
+    // SAFETY: descriptors 0-2 stay open for the life of the process (the
+    // Rust runtime reopens closed ones on /dev/null before main).
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("creating a pipe")
+}
+
+struct PumpJob<'a> {
+    source: OwnedFd,
+    destination: Destination<'a>,
+    is_stderr: bool,
+}
+
+pub struct AttemptSpec<'a> {
+    pub launch: Launch<'a>,
+    pub deadline: Option<Instant>,
+    pub kill_after: Duration,
+}
+
+pub fn run(mut spec: AttemptSpec<'_>, output: &OutputPlan<'_>, stdin: AttemptStdin<'_>, events: &Receiver<Event>) -> Result<Outcome> {
+    let started = Instant::now();
+    let mut jobs = Vec::new();
+    let scanning = output.patterns.is_some();
+    if scanning {
+        let (source, sink) = pipe()?;
+        jobs.push(PumpJob {
+            source,
+            destination: Destination::Fd(own_fd(2)),
+            is_stderr: true,
+        });
+        if output.scan_stdout && output.same_file && output.stdout_spool.is_none() {
+            spec.launch.stdout = ChildIo::Fd(sink.try_clone()?);
+        }
+        spec.launch.stderr = ChildIo::Fd(sink);
+    }
+    if matches!(spec.launch.stdout, ChildIo::Inherit) {
+        if scanning && output.scan_stdout {
+            let (source, sink) = pipe()?;
+            let destination = match output.stdout_spool {
+                Some(spool) => Destination::File(spool.try_clone()?),
+                None => Destination::Fd(own_fd(1)),
+            };
+            jobs.push(PumpJob {
+                source,
+                destination,
+                is_stderr: false,
+            });
+            spec.launch.stdout = ChildIo::Fd(sink);
+        } else if let Some(spool) = output.stdout_spool {
+            // Nothing to scan: the child writes straight into the spool.
+            spec.launch.stdout = ChildIo::Fd(OwnedFd::from(spool.try_clone()?));
+        }
+    }
+    let AttemptStdin { io: stdin_io, feeder } = stdin;
+    spec.launch.stdin = stdin_io;
+
+    let running = match crate::child::spawn(&spec.launch) {
+        Ok(running) => running,
+        Err(ending) => return Ok(not_started(ending, started)),
+    };
+    // Close our copies of the child's ends, or the pumps never see EOF.
+    drop(spec.launch);
+
+    let (pump_cancel_watch, pump_cancel) = pipe()?;
+    let (feed_cancel_watch, feed_cancel) = pipe()?;
+    let job_count = jobs.len();
+    let patterns = output.patterns;
+    let (finished, reports, stdin_error) = std::thread::scope(|scope| {
+        let (sender, reports) = mpsc::channel::<(bool, PumpReport)>();
+        for job in jobs {
+            let sender = sender.clone();
+            let cancel = pump_cancel_watch.as_fd();
+            scope.spawn(move || {
+                let report = pump(job.source, job.destination, patterns, cancel);
+                let _ = sender.send((job.is_stderr, report));
+            });
+        }
+        let feeder = feeder.map(|feeder| {
+            let cancel = feed_cancel_watch.as_fd();
+            scope.spawn(move || feeder.run(cancel))
+        });
+
+        let finished = running.supervise(events, spec.deadline, spec.kill_after, false);
+
+        // Stop feeding input at once; give output a moment to drain.
+        drop(feed_cancel);
+        let stdin_error = feeder.and_then(|handle| match handle.join() {
+            Ok(Ok(())) => None,
+            Ok(Err(err)) => Some(format!("{err:#}")),
+            Err(_) => Some("the stdin feeder failed".to_string()),
+        });
+        let mut collected = Vec::with_capacity(job_count);
+        let drain_end = Instant::now() + DRAIN;
+        let mut pump_cancel = Some(pump_cancel);
+        while collected.len() < job_count {
+            let wait = drain_end.saturating_duration_since(Instant::now());
+            match reports.recv_timeout(wait) {
+                Ok(report) => collected.push(report),
+                Err(_) => {
+                    // Held open by something that outlived the attempt.
+                    drop(pump_cancel.take());
+                    if let Ok(report) = reports.recv() {
+                        collected.push(report);
+                    }
+                }
+            }
+        }
+        (finished, collected, stdin_error)
+    });
+
+    let mut outcome = Outcome {
+        finished,
+        scan: ScanResult::default(),
+        downstream_closed: false,
+        stderr_mid_line: false,
+        duration: started.elapsed(),
+        stdin_error,
+    };
+    for (is_stderr, report) in reports {
+        outcome.scan.merge(&report.scan);
+        outcome.downstream_closed |= report.downstream_closed;
+        if is_stderr {
+            outcome.stderr_mid_line = report.ends_mid_line;
+        }
+    }
+    Ok(outcome)
+}
+
+fn not_started(ending: Ending, started: Instant) -> Outcome {
+    Outcome {
+        finished: Finished {
+            ending,
+            timed_out: false,
+            killed: false,
+            interrupted: None,
+        },
+        scan: ScanResult::default(),
+        downstream_closed: false,
+        stderr_mid_line: false,
+        duration: started.elapsed(),
+        stdin_error: None,
+    }
+}

@@ -1,0 +1,323 @@
+//! One child process: starting it, watching it, ending it.
+//!
+//! The main thread owns the child alone: it spawns it (so the parent-death
+//! signal, which the kernel ties to the spawning thread, lasts the whole
+//! run), sends every signal while the child is not yet reaped (so its pid
+//! and group id cannot have been reused), and reaps it.
+//!
+//! Process model. Outside a terminal's foreground, each attempt leads its
+//! own process group: termination reaches the whole tree it started, and
+//! whatever the attempt left in its group is terminated before the next
+//! attempt. In the foreground of a terminal the child stays in our group, as
+//! with `timeout --foreground`: it can read the terminal, and the terminal's
+//! Ctrl-C and Ctrl-Z reach it and us at once (so we do not forward a signal
+//! the terminal already delivered to it).
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+
+use crate::classify::Ending;
+use crate::signals::{Event, Inherited, TERMINATING};
+
+/// A standard descriptor for the child. Kept as data (not `Stdio`) so that a
+/// second spawn, the `/bin/sh` fallback, can wire the same descriptors.
+pub enum ChildIo {
+    Inherit,
+    Null,
+    Fd(OwnedFd),
+}
+
+impl ChildIo {
+    fn to_stdio(&self) -> std::io::Result<Stdio> {
+        Ok(match self {
+            ChildIo::Inherit => Stdio::inherit(),
+            ChildIo::Null => Stdio::null(),
+            ChildIo::Fd(fd) => Stdio::from(fd.try_clone()?),
+        })
+    }
+}
+
+pub struct Launch<'a> {
+    pub argv: &'a [OsString],
+    pub env: Vec<(&'static str, OsString)>,
+    pub own_group: bool,
+    pub inherited: Inherited,
+    pub stdin: ChildIo,
+    pub stdout: ChildIo,
+    pub stderr: ChildIo,
+}
+
+/// A started attempt.
+pub struct Running {
+    child: Child,
+    pid: Pid,
+    own_group: bool,
+}
+
+/// How a started attempt ended, and what we had to do to it.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub ending: Ending,
+    /// The attempt's deadline passed and we terminated it.
+    pub timed_out: bool,
+    /// SIGKILL was needed after `--kill-after`.
+    pub killed: bool,
+    /// Retry received this terminating signal during the attempt.
+    pub interrupted: Option<i32>,
+}
+
+pub fn spawn(launch: &Launch<'_>) -> Result<Running, Ending> {
+    let first = spawn_program(launch, &launch.argv[0], &launch.argv[1..]);
+    let child = match first {
+        Err(err) if err.raw_os_error() == Some(libc::ENOEXEC) => {
+            // A script without `#!`: execvp (and so timeout, env, xargs)
+            // hands it to /bin/sh. Rust's Command does not; we do.
+            let Some(script) = resolve(&launch.argv[0]) else {
+                return Err(not_started(&launch.argv[0], &err));
+            };
+            let mut args = vec![script.into_os_string()];
+            args.extend_from_slice(&launch.argv[1..]);
+            spawn_program(launch, std::ffi::OsStr::new("/bin/sh"), &args).map_err(|err| not_started(&launch.argv[0], &err))?
+        }
+        Err(err) => return Err(not_started(&launch.argv[0], &err)),
+        Ok(child) => child,
+    };
+    let pid = Pid::from_child(&child);
+    Ok(Running {
+        child,
+        pid,
+        own_group: launch.own_group,
+    })
+}
+
+fn spawn_program(launch: &Launch<'_>, program: &std::ffi::OsStr, args: &[OsString]) -> std::io::Result<Child> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(launch.stdin.to_stdio()?)
+        .stdout(launch.stdout.to_stdio()?)
+        .stderr(launch.stderr.to_stdio()?);
+    if launch.own_group {
+        command.process_group(0);
+    }
+    let inherited = launch.inherited;
+    // SAFETY: between fork and exec only async-signal-safe calls are made:
+    // signal, prctl, getppid, _exit.
+    let parent = std::process::id() as libc::pid_t;
+    unsafe {
+        command.pre_exec(move || {
+            // Our own handlers must not run in the child before exec, and
+            // what we ignore for ourselves (TTIN/TTOU) the child must not
+            // inherit, unless the caller ignored it already.
+            for signal in TERMINATING {
+                if libc::signal(signal, libc::SIG_DFL) == libc::SIG_IGN {
+                    libc::signal(signal, libc::SIG_IGN);
+                }
+            }
+            if !inherited.ignores_ttin {
+                libc::signal(libc::SIGTTIN, libc::SIG_DFL);
+            }
+            if !inherited.ignores_ttou {
+                libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+            }
+            // If retry dies, even of SIGKILL, the attempt dies with it.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Where execvp would have found `program`.
+fn resolve(program: &std::ffi::OsStr) -> Option<PathBuf> {
+    let path = Path::new(program);
+    if program.as_encoded_bytes().contains(&b'/') {
+        return Some(path.to_path_buf());
+    }
+    let search = std::env::var_os("PATH")?;
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(program))
+        .find(|candidate| rustix::fs::access(candidate, rustix::fs::Access::EXEC_OK).is_ok())
+}
+
+fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Ending {
+    let name = program.to_string_lossy();
+    let (status, message) = match err.raw_os_error() {
+        Some(libc::ENOENT) => {
+            let has_slash = name.contains('/');
+            if has_slash && !name.starts_with('/') && std::env::current_dir().is_err() {
+                (125, format!("{name}: the working directory no longer exists"))
+            } else if has_slash && Path::new(program).exists() {
+                (127, format!("{name}: bad interpreter (the #! line names a missing program)"))
+            } else {
+                (127, format!("{name}: command not found"))
+            }
+        }
+        Some(libc::EACCES) => (126, format!("{name}: permission denied")),
+        Some(libc::E2BIG) => (126, format!("{name}: argument list too long")),
+        Some(libc::ENOEXEC) => (126, format!("{name}: cannot execute (exec format error)")),
+        Some(libc::EAGAIN | libc::ENOMEM) => (125, format!("{name}: cannot start a process: {err}")),
+        _ => (126, format!("{name}: cannot execute: {err}")),
+    };
+    Ending::NotStarted { status, message }
+}
+
+impl Running {
+    /// Send `signal` to the attempt: its pid and, in group mode, its whole
+    /// group; then SIGCONT, so a stopped child can act on it. Only called
+    /// before the child is reaped.
+    fn send(&self, signal: i32) {
+        let Some(sig) = Signal::from_named_raw(signal) else { return };
+        let _ = rustix::process::kill_process(self.pid, sig);
+        if self.own_group {
+            let _ = rustix::process::kill_process_group(self.pid, sig);
+        }
+        if signal != libc::SIGKILL && signal != libc::SIGCONT {
+            self.send(libc::SIGCONT);
+        }
+    }
+
+    /// How the child ended, if it has. Looks without reaping, so its pid
+    /// (and group id) stay ours to signal.
+    fn peek_ending(&self) -> Option<Ending> {
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        match rustix::process::waitid(WaitId::Pid(self.pid), options) {
+            Ok(Some(status)) => Some(match (status.exit_status(), status.terminating_signal()) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(signal)) => Ending::Signaled(signal),
+                (None, None) => Ending::Exited(255),
+            }),
+            Ok(None) => None,
+            // ECHILD cannot happen for our own unreaped child; do not hang.
+            Err(_) => Some(Ending::Exited(255)),
+        }
+    }
+
+    /// Wait for the attempt to end, woken by its exit, its deadline or a
+    /// signal to retry (all on the one event channel), whichever comes first.
+    /// `deadline` is the attempt's effective limit; `kill_after` the grace
+    /// between SIGTERM and SIGKILL. Then clean up its group and reap it.
+    pub fn supervise(
+        mut self,
+        events: &Receiver<Event>,
+        deadline: Option<Instant>,
+        kill_after: Duration,
+        clean_group_on_success: bool,
+    ) -> Finished {
+        let mut timed_out = false;
+        let mut killed = false;
+        let mut interrupted = None;
+        let mut kill_at: Option<Instant> = None;
+        let ending = loop {
+            if let Some(ending) = self.peek_ending() {
+                break ending;
+            }
+            let now = Instant::now();
+            if !timed_out && interrupted.is_none() && deadline.is_some_and(|d| now >= d) {
+                timed_out = true;
+                self.send(libc::SIGTERM);
+                kill_at = Some(now + kill_after);
+                continue;
+            }
+            if kill_at.is_some_and(|at| now >= at) {
+                killed = true;
+                kill_at = None;
+                self.send(libc::SIGKILL);
+                continue;
+            }
+            let wake = [deadline.filter(|_| !timed_out && interrupted.is_none()), kill_at]
+                .into_iter()
+                .flatten()
+                .min();
+            let event = match wake {
+                Some(at) => events.recv_timeout(at.saturating_duration_since(now)),
+                None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match event {
+                Ok(Event::Signal { signal, from_terminal }) => {
+                    // The terminal delivers its signals to the child too when
+                    // it shares our group; everything else we pass on.
+                    if self.own_group || !from_terminal {
+                        self.send(signal);
+                    }
+                    if interrupted.is_none() {
+                        interrupted = Some(signal);
+                        kill_at = kill_at.or(Some(Instant::now() + kill_after));
+                    }
+                }
+                Ok(Event::ChildChanged) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    // The signal thread is gone (it never ends while we run);
+                    // look at the child again shortly rather than spin.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        };
+
+        let succeeded = ending == Ending::Exited(0) && !timed_out;
+        let clean = self.own_group && (!succeeded || clean_group_on_success);
+        if clean {
+            // The leader is still an unreaped zombie, so its group id cannot
+            // have been reused: signal the group before reaping.
+            let _ = rustix::process::kill_process_group(self.pid, Signal::TERM);
+            let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
+        }
+        let _ = self.child.wait();
+        if clean {
+            interrupted = interrupted.or(self.end_leftovers(events, kill_after));
+        }
+        Finished {
+            ending,
+            timed_out,
+            killed,
+            interrupted,
+        }
+    }
+
+    /// Wait for what the attempt left running in its group (already sent
+    /// SIGTERM and SIGCONT) to go, with SIGKILL after `kill_after`. While any
+    /// member lives the group id stays reserved, so signalling it is safe.
+    /// The members are not our children, so nothing wakes us when they exit:
+    /// we look every few milliseconds, and only while some are left. Returns
+    /// a terminating signal received meanwhile.
+    fn end_leftovers(&self, events: &Receiver<Event>, kill_after: Duration) -> Option<i32> {
+        let group_exists = || rustix::process::test_kill_process_group(self.pid).is_ok();
+        if !group_exists() {
+            return None;
+        }
+        let mut interrupted = None;
+        let mut kill_at = Instant::now() + kill_after;
+        let give_up = kill_at + Duration::from_secs(2);
+        let mut killed = false;
+        while group_exists() && Instant::now() < give_up {
+            if !killed && Instant::now() >= kill_at {
+                killed = true;
+                let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
+            }
+            if let Ok(Event::Signal { signal, .. }) = events.recv_timeout(Duration::from_millis(5)) {
+                interrupted = interrupted.or(Some(signal));
+                kill_at = Instant::now();
+            }
+        }
+        interrupted
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Reaping (idempotent once reaped) keeps no zombie behind whatever
+        // path dropped us.
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,234 @@
+//! The command line: clap definitions, help text and value parsers.
+//!
+//! Only syntax lives here. `config` turns a parsed [`Cli`] into validated,
+//! typed settings; no clap type is seen past that boundary.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::values::{self, AttemptLimit, CodeSet, Jitter};
+
+const BACKOFF: &str = "Backoff";
+const LIMITS: &str = "Limits";
+const CLASSIFY: &str = "Classifying an attempt";
+const IO: &str = "Input and output";
+const PROCESS: &str = "Processes";
+const REPORTING: &str = "Reporting";
+
+const AFTER_HELP: &str = "\
+Exit status: 0 success; the final attempt's own status when retries run out
+or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 125
+retry's own error; 126 not executable; 127 not found; death by signal N is
+passed on as signal N (a shell shows 128+N).
+
+The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
+RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or
+'retry-after=DURATION' there to decide for yourself).
+
+Examples:
+  retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health
+  retry --preset curl -- curl -fS -o out.json https://api.example.com/items
+  retry -n 10 --retry-on-exit 75 --timeout 30s -- ./sync.sh
+  retry --explain --delay 1s --cap 30s --attempts 5";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "retry",
+    version,
+    about = "Run a command until it succeeds, with capped exponential backoff and jitter",
+    long_about = "Run COMMAND until it succeeds, a failure is permanent, or a limit is \
+                  reached. Between attempts retry sleeps a random time under a ceiling that \
+                  grows from --delay by --multiplier up to --cap (full jitter by default), \
+                  so many clients retrying at once spread out instead of arriving together.",
+    after_help = AFTER_HELP,
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]",
+    max_term_width = 100
+)]
+pub struct Cli {
+    // ---- Backoff ----
+    /// Most attempts, the first included: N >= 1 or 'unlimited' [default: 5; unlimited with --max-time]
+    #[arg(short = 'n', long, value_name = "N", value_parser = values::parse_attempts, help_heading = BACKOFF)]
+    pub attempts: Option<AttemptLimit>,
+
+    /// Base delay: the ceiling before the first retry
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, help_heading = BACKOFF)]
+    pub delay: Duration,
+
+    /// Growth factor of the ceiling per retry (finite, >= 1)
+    #[arg(short = 'm', long, value_name = "X", default_value = "2", value_parser = values::parse_multiplier, help_heading = BACKOFF)]
+    pub multiplier: f64,
+
+    /// Largest single delay; growth stops here
+    #[arg(short = 'c', long, value_name = "DURATION", default_value = "30s", value_parser = values::parse_positive_duration, help_heading = BACKOFF)]
+    pub cap: Duration,
+
+    /// How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)
+    #[arg(short = 'j', long, value_name = "KIND", default_value = "full", value_parser = values::parse_jitter, help_heading = BACKOFF)]
+    pub jitter: Jitter,
+
+    /// Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = values::parse_duration, help_heading = BACKOFF)]
+    pub splay: Duration,
+
+    // ---- Limits ----
+    /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, help_heading = LIMITS)]
+    pub max_time: Option<Duration>,
+
+    /// Limit for each attempt; an attempt over it is terminated and counts as a transient failure
+    #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_positive_duration, help_heading = LIMITS)]
+    pub timeout: Option<Duration>,
+
+    /// After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = values::parse_duration, help_heading = LIMITS)]
+    pub kill_after: Duration,
+
+    // ---- Classification ----
+    /// Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent
+    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, help_heading = CLASSIFY)]
+    pub retry_on_exit: Vec<CodeSet>,
+
+    /// Exit codes that are permanent failures: stop at once
+    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, help_heading = CLASSIFY)]
+    pub stop_on_exit: Vec<CodeSet>,
+
+    /// A failed attempt whose output has a line matching REGEX is transient (repeatable)
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
+    pub retry_on_output: Vec<regex::bytes::Regex>,
+
+    /// A failed attempt whose output has a line matching REGEX is permanent (repeatable)
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
+    pub stop_on_output: Vec<regex::bytes::Regex>,
+
+    /// Scan stdout as well as stderr for the output patterns
+    #[arg(long, help_heading = CLASSIFY)]
+    pub scan_stdout: bool,
+
+    /// Rules for a known command: 'curl' makes a `curl --fail` child retry like curl's own --retry
+    #[arg(long, value_name = "NAME", help_heading = CLASSIFY)]
+    pub preset: Option<Preset>,
+
+    /// Sleep as long as a 'Retry-After:' header line in the scanned output says (implied by --preset curl)
+    #[arg(long, help_heading = CLASSIFY)]
+    pub retry_after: bool,
+
+    // ---- Input and output ----
+    /// What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null
+    #[arg(long, value_name = "MODE", default_value = "auto", help_heading = IO)]
+    pub stdin: StdinMode,
+
+    /// Hold each attempt's stdout and emit only the final attempt's
+    #[arg(long, help_heading = IO)]
+    pub buffer_stdout: bool,
+
+    // ---- Processes ----
+    /// Keep the child in retry's process group even when not in a terminal's foreground
+    #[arg(long, help_heading = PROCESS)]
+    pub foreground: bool,
+
+    // ---- Reporting ----
+    /// Only retry's own errors; nothing per attempt
+    #[arg(short = 'q', long, conflicts_with = "verbose", help_heading = REPORTING)]
+    pub quiet: bool,
+
+    /// Also the policy at start and every attempt's start
+    #[arg(short = 'v', long, help_heading = REPORTING)]
+    pub verbose: bool,
+
+    /// Format of retry's own messages
+    #[arg(long, value_name = "FORMAT", default_value = "text", help_heading = REPORTING)]
+    pub log_format: LogFormat,
+
+    /// Append retry's own messages to PATH instead of stderr
+    #[arg(long, value_name = "PATH", help_heading = REPORTING)]
+    pub log_file: Option<PathBuf>,
+
+    /// Print the schedule this policy produces and exit without running anything
+    #[arg(long, help_heading = REPORTING)]
+    pub explain: bool,
+
+    /// The command to run, and its arguments (passed verbatim, no shell)
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        num_args = 1..,
+        required_unless_present_any = ["explain"]
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504
+    Curl,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StdinMode {
+    /// A terminal is inherited, a file is re-read from its start for each attempt, a pipe is inherited (never read ahead)
+    Auto,
+    /// Every attempt reads the same complete input (a pipe is spooled to disk)
+    Replay,
+    /// Handed to the child as it is
+    Inherit,
+    /// /dev/null
+    Null,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Largest compiled size of one user pattern: generous, but a pathological
+/// pattern fails at once instead of eating memory.
+const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+fn parse_regex(text: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::RegexBuilder::new(text)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|err| err.to_string())
+}
+
+impl Cli {
+    /// Parse argv (non-UTF-8 safe). Errors are clap errors: the caller maps
+    /// them to exit 125, and help or version to 0.
+    pub fn parse_from_os(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::parse_from_os(std::iter::once("retry").chain(args.iter().copied()).map(OsString::from))
+    }
+
+    #[test]
+    fn everything_after_the_first_word_belongs_to_the_child() {
+        let cli = parse(&["-n", "3", "curl", "-n", "--help", "--", "x"]).unwrap();
+        assert_eq!(cli.command, ["curl", "-n", "--help", "--", "x"]);
+        let cli = parse(&["--", "--weird", "-v"]).unwrap();
+        assert_eq!(cli.command, ["--weird", "-v"]);
+    }
+
+    #[test]
+    fn unknown_flags_and_missing_commands_are_errors() {
+        assert!(parse(&["--bogus", "--", "true"]).is_err());
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--explain"]).is_ok());
+    }
+}

@@ -1,0 +1,96 @@
+//! Retry's own exit status, mapped to a number in one place.
+//!
+//! A status is either a code (0-255, clamped: `exit(256)` would read as 0) or
+//! a signal that retry re-raises on itself so its parent sees a real signal
+//! death (bash's wait-and-cooperative-exit rule needs `WIFSIGNALED`, not 130).
+
+use std::io::Write;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(u8),
+    Signal(i32),
+}
+
+impl ExitStatus {
+    pub const SUCCESS: ExitStatus = ExitStatus::Code(0);
+    /// The attempt was terminated by `--timeout` or `--max-time`.
+    pub const TIMED_OUT: ExitStatus = ExitStatus::Code(124);
+    /// Retry itself failed: usage error, bad value, internal error.
+    pub const USAGE: ExitStatus = ExitStatus::Code(125);
+    pub const NOT_EXECUTABLE: ExitStatus = ExitStatus::Code(126);
+    pub const NOT_FOUND: ExitStatus = ExitStatus::Code(127);
+    /// Timed out and SIGKILL was needed (as coreutils `timeout`).
+    pub const KILLED: ExitStatus = ExitStatus::Code(137);
+    /// EX_TEMPFAIL: a circuit is open, try again later.
+    pub const TEMPFAIL: ExitStatus = ExitStatus::Code(75);
+
+    /// From a child's exit code. Anything outside 0-255 becomes 255: a
+    /// failure must never wrap around to 0.
+    pub fn from_code(code: i32) -> ExitStatus {
+        u8::try_from(code).map_or(ExitStatus::Code(255), ExitStatus::Code)
+    }
+
+    /// The number a shell shows: the code, or 128+N for signal N.
+    pub fn as_number(self) -> i32 {
+        match self {
+            ExitStatus::Code(code) => code as i32,
+            ExitStatus::Signal(signal) => 128 + signal,
+        }
+    }
+
+    /// End the process with this status. Signals are re-raised with core
+    /// dumps off; where that cannot kill us (PID 1, a signal whose default
+    /// is to be ignored) we exit 128+N instead.
+    pub fn terminate(self) -> ! {
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        if let ExitStatus::Signal(signal) = self {
+            reraise(signal);
+        }
+        std::process::exit(self.as_number().min(255))
+    }
+}
+
+fn reraise(signal: i32) {
+    // SAFETY: plain system calls on our own process; no memory is shared.
+    unsafe {
+        // No core file for a signal the child died of: the crash was not ours.
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
+    // Still alive: give the default a moment to land (it is synchronous for
+    // the calling thread, so this is only reached when it was not fatal).
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_shell_numbers() {
+        assert_eq!(ExitStatus::SUCCESS.as_number(), 0);
+        assert_eq!(ExitStatus::TIMED_OUT.as_number(), 124);
+        assert_eq!(ExitStatus::USAGE.as_number(), 125);
+        assert_eq!(ExitStatus::KILLED.as_number(), 137);
+        assert_eq!(ExitStatus::Signal(libc::SIGINT).as_number(), 130);
+        assert_eq!(ExitStatus::Signal(libc::SIGPIPE).as_number(), 141);
+    }
+
+    #[test]
+    fn out_of_range_codes_clamp_instead_of_wrapping() {
+        assert_eq!(ExitStatus::from_code(256), ExitStatus::Code(255));
+        assert_eq!(ExitStatus::from_code(-1), ExitStatus::Code(255));
+        assert_eq!(ExitStatus::from_code(7), ExitStatus::Code(7));
+    }
+}

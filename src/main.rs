@@ -1,0 +1,82 @@
+//! `retry`: run a command until it succeeds. Parse, run, exit.
+
+mod attempt;
+mod backoff;
+mod child;
+mod classify;
+mod cli;
+mod config;
+mod exit;
+mod explain;
+mod hint;
+mod output;
+mod preset;
+mod report;
+mod runner;
+mod signals;
+mod stdin;
+mod values;
+
+use std::io::Write;
+
+use clap::error::ErrorKind;
+
+use crate::cli::Cli;
+use crate::config::Config;
+use crate::exit::ExitStatus;
+
+fn main() {
+    let status = run();
+    status.terminate()
+}
+
+fn usage_error(message: &str) -> ExitStatus {
+    let _ = writeln!(std::io::stderr(), "retry: error: {message}");
+    ExitStatus::USAGE
+}
+
+fn run() -> ExitStatus {
+    let cli = match Cli::parse_from_os(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(err) => {
+            return match err.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = write!(std::io::stdout(), "{}", err.render());
+                    ExitStatus::SUCCESS
+                }
+                _ => {
+                    let rendered = err.render().to_string();
+                    let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+                    let _ = write!(std::io::stderr(), "retry: error: {text}");
+                    ExitStatus::USAGE
+                }
+            };
+        }
+    };
+    let config = match Config::from_cli(cli) {
+        Ok(config) => config,
+        Err(err) => return usage_error(&err.0),
+    };
+    if config.explain {
+        let _ = std::io::stdout().write_all(explain::render(&config).as_bytes());
+        return ExitStatus::SUCCESS;
+    }
+    let mut reporter = match report::Reporter::new(&config.report) {
+        Ok(reporter) => reporter,
+        Err(err) => return usage_error(&format!("{err:#}")),
+    };
+    let signals = match signals::install() {
+        Ok(signals) => signals,
+        Err(err) => {
+            reporter.error(&format!("{err:#}"));
+            return ExitStatus::USAGE;
+        }
+    };
+    match runner::run(&config, &signals, &mut reporter) {
+        Ok(summary) => summary.status,
+        Err(err) => {
+            reporter.error(&format!("{err:#}"));
+            ExitStatus::USAGE
+        }
+    }
+}

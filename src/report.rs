@@ -1,0 +1,346 @@
+//! Retry's own messages: human lines prefixed `retry:`, or JSON events.
+//!
+//! One line per event, written with a single `write` so it never mixes with
+//! other writers mid-line; errors writing (a closed stderr, a full disk) are
+//! ignored: reporting must never make retry fail or panic.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::classify::Class;
+use crate::cli::LogFormat;
+use crate::config::{ReportSettings, Verbosity};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SleepSource {
+    Backoff,
+    RetryAfter,
+    Splay,
+}
+
+impl SleepSource {
+    fn as_str(self) -> &'static str {
+        match self {
+            SleepSource::Backoff => "backoff",
+            SleepSource::RetryAfter => "retry-after",
+            SleepSource::Splay => "splay",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    Success,
+    Permanent,
+    Exhausted,
+    Deadline,
+    Interrupted,
+    CircuitOpen,
+}
+
+impl RunOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Success => "success",
+            RunOutcome::Permanent => "permanent",
+            RunOutcome::Exhausted => "exhausted",
+            RunOutcome::Deadline => "deadline",
+            RunOutcome::Interrupted => "interrupted",
+            RunOutcome::CircuitOpen => "circuit-open",
+        }
+    }
+}
+
+pub struct AttemptRecord {
+    pub attempt: u64,
+    pub max_attempts: Option<u64>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration: Duration,
+    pub outcome: Class,
+    pub reason: String,
+}
+
+pub struct SleepRecord {
+    /// The attempt that just failed (0 before the first: splay).
+    pub attempt: u64,
+    pub delay: Duration,
+    pub ceiling: Duration,
+    pub source: SleepSource,
+}
+
+pub struct DoneRecord {
+    pub outcome: RunOutcome,
+    pub attempts: u64,
+    pub max_attempts: Option<u64>,
+    pub elapsed: Duration,
+    /// Retry's own exit status (128+N for a signal).
+    pub exit_code: i32,
+    /// For humans: how the last attempt ended, or why the run stopped.
+    pub detail: String,
+}
+
+enum Sink {
+    Stderr,
+    File(File),
+}
+
+pub struct Reporter {
+    verbosity: Verbosity,
+    json: bool,
+    sink: Sink,
+    color: bool,
+    /// The child's scanned stderr stopped mid-line: start ours on a new one.
+    stderr_mid_line: bool,
+}
+
+/// Human form of a duration: `734ms`, `4.2s`, `2m 5s`.
+pub fn human(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        let text = format!("{:.1}s", duration.as_secs_f64());
+        text.replace(".0s", "s")
+    } else {
+        humantime::format_duration(Duration::from_secs(duration.as_secs_f64().round() as u64)).to_string()
+    }
+}
+
+fn of_attempts(attempt: u64, max: Option<u64>) -> String {
+    match max {
+        Some(max) => format!("{attempt}/{max}"),
+        None => attempt.to_string(),
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    duration.as_millis().min(u64::MAX as u128) as u64
+}
+
+impl Reporter {
+    pub fn new(settings: &ReportSettings) -> Result<Reporter> {
+        let sink = match &settings.log_file {
+            Some(path) => Sink::File(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("--log-file {}: cannot open for appending", path.display()))?,
+            ),
+            None => Sink::Stderr,
+        };
+        let json = settings.format == LogFormat::Json;
+        let color = !json
+            && matches!(sink, Sink::Stderr)
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            && rustix::termios::isatty(crate::attempt::own_fd(2));
+        Ok(Reporter {
+            verbosity: settings.verbosity,
+            json,
+            sink,
+            color,
+            stderr_mid_line: false,
+        })
+    }
+
+    /// The last attempt's scanned stderr ended without a line end.
+    pub fn child_left_line_open(&mut self, open: bool) {
+        self.stderr_mid_line = open;
+    }
+
+    fn write_line(&mut self, line: &str) {
+        let mut text = String::with_capacity(line.len() + 2);
+        if self.stderr_mid_line && matches!(self.sink, Sink::Stderr) {
+            text.push('\n');
+            self.stderr_mid_line = false;
+        }
+        text.push_str(line);
+        text.push('\n');
+        let _ = match &mut self.sink {
+            Sink::Stderr => std::io::stderr().lock().write_all(text.as_bytes()),
+            Sink::File(file) => file.write_all(text.as_bytes()),
+        };
+    }
+
+    fn event(&mut self, value: Value) {
+        self.write_line(&value.to_string());
+    }
+
+    /// `retry: <message>`, the prefix coloured on a terminal.
+    fn say(&mut self, colour: &str, message: &str) {
+        let line = if self.color {
+            format!("\x1b[{colour}mretry:\x1b[0m {message}")
+        } else {
+            format!("retry: {message}")
+        };
+        self.write_line(&line);
+    }
+
+    /// Retry's own errors: shown even with `-q`.
+    pub fn error(&mut self, message: &str) {
+        if self.json {
+            self.event(json!({"event": "error", "message": message}));
+        } else {
+            self.say("1;31", &format!("error: {message}"));
+        }
+    }
+
+    pub fn warning(&mut self, kind: &str, message: &str) {
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        if self.json {
+            self.event(json!({"event": "warning", "kind": kind, "message": message}));
+        } else {
+            self.say("33", &format!("warning: {message}"));
+        }
+    }
+
+    /// `-v`: the policy at start.
+    pub fn policy(&mut self, description: &str) {
+        if self.verbosity != Verbosity::Verbose {
+            return;
+        }
+        if self.json {
+            self.event(json!({"event": "policy", "message": description}));
+        } else {
+            self.say("2", description);
+        }
+    }
+
+    /// `-v`: an attempt begins.
+    pub fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
+        if self.verbosity != Verbosity::Verbose {
+            return;
+        }
+        if self.json {
+            self.event(json!({"event": "start", "attempt": attempt, "max_attempts": max_attempts}));
+        } else {
+            self.say("2", &format!("attempt {}: {command}", of_attempts(attempt, max_attempts)));
+        }
+    }
+
+    /// An attempt ended; `next` is the sleep before the next one, if any.
+    pub fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
+        if self.json {
+            if self.verbosity != Verbosity::Quiet {
+                self.event(json!({
+                    "event": "attempt",
+                    "attempt": record.attempt,
+                    "max_attempts": record.max_attempts,
+                    "exit_code": record.exit_code,
+                    "signal": record.signal,
+                    "timed_out": record.timed_out,
+                    "duration_ms": millis(record.duration),
+                    "outcome": record.outcome.as_str(),
+                    "reason": record.reason,
+                }));
+                if let Some(sleep) = next {
+                    self.sleep(sleep);
+                }
+            }
+            return;
+        }
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        if record.outcome == Class::Success {
+            if self.verbosity == Verbosity::Verbose {
+                self.say("32", &format!("attempt {} succeeded in {}", of_attempts(record.attempt, record.max_attempts), human(record.duration)));
+            }
+            return;
+        }
+        let mut line = format!(
+            "attempt {} failed: {} ({})",
+            of_attempts(record.attempt, record.max_attempts),
+            record.reason,
+            record.outcome.as_str()
+        );
+        if let Some(sleep) = next {
+            let why = match sleep.source {
+                SleepSource::RetryAfter => " as Retry-After asked",
+                _ => "",
+            };
+            line.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
+        }
+        self.say("33", &line);
+    }
+
+    pub fn sleep(&mut self, sleep: &SleepRecord) {
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        if self.json {
+            self.event(json!({
+                "event": "sleep",
+                "attempt": sleep.attempt,
+                "delay_ms": millis(sleep.delay),
+                "ceiling_ms": millis(sleep.ceiling),
+                "source": sleep.source.as_str(),
+            }));
+        } else if self.verbosity == Verbosity::Verbose {
+            self.say("2", &format!("sleeping {} ({}) before the first attempt", human(sleep.delay), sleep.source.as_str()));
+        }
+    }
+
+    pub fn done(&mut self, record: &DoneRecord) {
+        if self.json {
+            if self.verbosity != Verbosity::Quiet || record.outcome != RunOutcome::Success {
+                self.event(json!({
+                    "event": "done",
+                    "outcome": record.outcome.as_str(),
+                    "attempts": record.attempts,
+                    "elapsed_ms": millis(record.elapsed),
+                    "exit_code": record.exit_code,
+                }));
+            }
+            return;
+        }
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        let elapsed = human(record.elapsed);
+        let plural = if record.attempts == 1 { "attempt" } else { "attempts" };
+        match record.outcome {
+            RunOutcome::Success => {
+                if record.attempts > 1 || self.verbosity == Verbosity::Verbose {
+                    let line = format!("succeeded on attempt {} after {elapsed}", of_attempts(record.attempts, record.max_attempts));
+                    self.say("32", &line);
+                }
+            }
+            RunOutcome::Interrupted => {
+                let line = format!("{} after {} {plural} in {elapsed}", record.detail, record.attempts);
+                self.say("1;31", &line);
+            }
+            RunOutcome::CircuitOpen => self.say("1;31", &record.detail.clone()),
+            _ => {
+                let why = match record.outcome {
+                    RunOutcome::Permanent => "permanent failure, ",
+                    RunOutcome::Deadline => "--max-time reached, ",
+                    _ => "",
+                };
+                let line = format!("gave up after {} {plural} in {elapsed}: {why}{}", record.attempts, record.detail);
+                self.say("1;31", &line);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_millis(734)), "734ms");
+        assert_eq!(human(Duration::from_millis(4210)), "4.2s");
+        assert_eq!(human(Duration::from_secs(15)), "15s");
+        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+    }
+}

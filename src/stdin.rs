@@ -1,0 +1,193 @@
+//! What each attempt reads on its standard input (`--stdin`).
+//!
+//! - A terminal is always inherited: keystrokes cannot be replayed.
+//! - A regular file is replayed by seeking back to the offset it had when
+//!   retry started; the child shares the open file, nothing is copied.
+//! - A pipe under `auto` is inherited and never read ahead, so a `while read`
+//!   loop around retry keeps its lines; attempts after the first get what the
+//!   first left, and a warning says so.
+//! - A pipe under `replay` is teed into the first attempt as fast as it
+//!   consumes it (we read only after the previous chunk was written: the
+//!   attempt's own pace) and spooled to an unlinked temporary file; later
+//!   attempts read the spool, then the rest of the live input. Memory stays
+//!   at one chunk; the spool disappears with the process, even on SIGKILL.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+
+use anyhow::{Context, Result};
+use rustix::event::PollFlags;
+use rustix::fs::{FileType, OFlags, SeekFrom};
+
+use crate::child::ChildIo;
+use crate::cli::StdinMode;
+use crate::output::{wait_for, wait_readable};
+
+const CHUNK: usize = 64 * 1024;
+
+/// The input source of one run, decided once at start.
+pub enum StdinSource {
+    Inherit,
+    Null,
+    /// A regular file: seek back to `offset` before every attempt.
+    Rewind { offset: u64 },
+    /// A pipe or socket under `auto`: inherited; warn from the 2nd attempt.
+    SharedPipe,
+    Replay(Spool),
+}
+
+/// Everything read from our stdin so far, on disk.
+pub struct Spool {
+    file: File,
+    length: u64,
+    at_eof: bool,
+}
+
+/// How one attempt's stdin is wired: what the child gets, and the feeding
+/// work (for replay) that a thread must do while the attempt runs.
+pub struct AttemptStdin<'a> {
+    pub io: ChildIo,
+    pub feeder: Option<Feeder<'a>>,
+}
+
+pub struct Feeder<'a> {
+    spool: &'a mut Spool,
+    pipe: OwnedFd,
+}
+
+impl StdinSource {
+    pub fn new(mode: StdinMode) -> Result<StdinSource> {
+        let stdin = io::stdin();
+        let fd = stdin.as_fd();
+        if mode == StdinMode::Null {
+            return Ok(StdinSource::Null);
+        }
+        if mode == StdinMode::Inherit || rustix::termios::isatty(fd) {
+            return Ok(StdinSource::Inherit);
+        }
+        let Ok(stat) = rustix::fs::fstat(fd) else {
+            return Ok(StdinSource::Inherit);
+        };
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => match rustix::fs::seek(fd, SeekFrom::Current(0)) {
+                Ok(offset) => Ok(StdinSource::Rewind { offset }),
+                Err(_) => Ok(StdinSource::Inherit),
+            },
+            FileType::Fifo | FileType::Socket => {
+                if mode == StdinMode::Replay {
+                    let file = tempfile::tempfile().context("creating the stdin spool for --stdin replay")?;
+                    Ok(StdinSource::Replay(Spool {
+                        file,
+                        length: 0,
+                        at_eof: false,
+                    }))
+                } else {
+                    Ok(StdinSource::SharedPipe)
+                }
+            }
+            _ => Ok(StdinSource::Inherit),
+        }
+    }
+
+    /// True when attempts after the first read only what earlier ones left.
+    pub fn is_shared_pipe(&self) -> bool {
+        matches!(self, StdinSource::SharedPipe)
+    }
+
+    pub fn for_attempt(&mut self) -> Result<AttemptStdin<'_>> {
+        let inherit = |feeder| AttemptStdin {
+            io: ChildIo::Inherit,
+            feeder,
+        };
+        Ok(match self {
+            StdinSource::Inherit | StdinSource::SharedPipe => inherit(None),
+            StdinSource::Null => AttemptStdin {
+                io: ChildIo::Null,
+                feeder: None,
+            },
+            StdinSource::Rewind { offset } => {
+                rustix::fs::seek(io::stdin().as_fd(), SeekFrom::Start(*offset))
+                    .context("rewinding stdin for the next attempt")?;
+                inherit(None)
+            }
+            StdinSource::Replay(spool) => {
+                let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+                    .context("creating the stdin pipe")?;
+                // Our end never blocks, so cancelling an attempt cannot hang
+                // on a child (or grandchild) that stopped reading.
+                let flags = rustix::fs::fcntl_getfl(&writer)?;
+                rustix::fs::fcntl_setfl(&writer, flags | OFlags::NONBLOCK)?;
+                AttemptStdin {
+                    io: ChildIo::Fd(reader),
+                    feeder: Some(Feeder { spool, pipe: writer }),
+                }
+            }
+        })
+    }
+}
+
+impl Feeder<'_> {
+    /// Feed the spool, then live input, into the attempt until end of input,
+    /// until the attempt closes its stdin, or until `cancel` fires. Closing
+    /// the pipe at the end gives the child its end of file.
+    pub fn run(self, cancel: BorrowedFd<'_>) -> Result<()> {
+        let Feeder { spool, pipe } = self;
+        let mut buffer = vec![0u8; CHUNK];
+        let mut offset = 0;
+        while offset < spool.length {
+            let want = CHUNK.min((spool.length - offset) as usize);
+            let count = spool.file.read_at(&mut buffer[..want], offset).context("reading the stdin spool")?;
+            if count == 0 {
+                break;
+            }
+            if !send(&pipe, &buffer[..count], cancel) {
+                return Ok(());
+            }
+            offset += count as u64;
+        }
+        let stdin = io::stdin();
+        while !spool.at_eof {
+            if !wait_readable(stdin.as_fd(), cancel) {
+                return Ok(());
+            }
+            let count = match rustix::io::read(stdin.as_fd(), &mut buffer) {
+                Ok(count) => count,
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+                Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
+            };
+            if count == 0 {
+                spool.at_eof = true;
+                break;
+            }
+            // Spool first: whatever the child does not take, the next
+            // attempt still gets.
+            spool.file.write_all(&buffer[..count]).context("writing the stdin spool")?;
+            spool.length += count as u64;
+            if !send(&pipe, &buffer[..count], cancel) {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Write all of `bytes` to the non-blocking pipe; false when the child
+/// closed its end (EPIPE: it is done with its input, not an error) or the
+/// attempt was cancelled.
+fn send(pipe: &OwnedFd, mut bytes: &[u8], cancel: BorrowedFd<'_>) -> bool {
+    while !bytes.is_empty() {
+        match rustix::io::write(pipe, bytes) {
+            Ok(count) => bytes = &bytes[count..],
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::AGAIN) => {
+                if !wait_for(pipe.as_fd(), PollFlags::OUT, cancel) {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
