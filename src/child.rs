@@ -277,6 +277,7 @@ impl Running {
         if clean {
             interrupted = interrupted.or(self.end_leftovers(events, kill_after));
         }
+        reap_orphans();
         Finished {
             ending,
             timed_out,
@@ -288,30 +289,57 @@ impl Running {
     /// Wait for what the attempt left running in its group (already sent
     /// SIGTERM and SIGCONT) to go, with SIGKILL after `kill_after`. While any
     /// member lives the group id stays reserved, so signalling it is safe.
-    /// The members are not our children, so nothing wakes us when they exit:
-    /// we look every few milliseconds, and only while some are left. Returns
-    /// a terminating signal received meanwhile.
+    /// Orphaned members are our children (we are a child subreaper, see
+    /// `adopt_orphans`), so their exits wake us through SIGCHLD and we reap
+    /// them; a member whose own parent still lives is looked at every 50 ms.
+    /// Returns a terminating signal received meanwhile.
     fn end_leftovers(&self, events: &Receiver<Event>, kill_after: Duration) -> Option<i32> {
-        let group_exists = || rustix::process::test_kill_process_group(self.pid).is_ok();
-        if !group_exists() {
-            return None;
-        }
         let mut interrupted = None;
         let mut kill_at = Instant::now() + kill_after;
         let give_up = kill_at + Duration::from_secs(2);
         let mut killed = false;
-        while group_exists() && Instant::now() < give_up {
-            if !killed && Instant::now() >= kill_at {
+        loop {
+            reap_group(self.pid);
+            if rustix::process::test_kill_process_group(self.pid).is_err() {
+                break;
+            }
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            if !killed && now >= kill_at {
                 killed = true;
                 let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
+                continue;
             }
-            if let Ok(Event::Signal { signal, .. }) = events.recv_timeout(Duration::from_millis(5)) {
+            let wake = if killed { give_up } else { kill_at };
+            let wait = wake.saturating_duration_since(now).min(Duration::from_millis(50));
+            if let Ok(Event::Signal { signal, .. }) = events.recv_timeout(wait) {
                 interrupted = interrupted.or(Some(signal));
                 kill_at = Instant::now();
             }
         }
         interrupted
     }
+}
+
+/// Reap the exited members of group `group` that are our children.
+fn reap_group(group: Pid) {
+    while let Ok(Some(_)) = rustix::process::waitpgid(group, rustix::process::WaitOptions::NOHANG) {}
+}
+
+/// Become a child subreaper: what an attempt leaves behind when its parent
+/// exits is reparented to us rather than to init, so we see it exit, and no
+/// zombie of it lingers in the attempt's group (some init processes are slow
+/// to reap). Call once at start.
+pub fn adopt_orphans() {
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Reap any adopted orphan that has exited (one that escaped its group with
+/// `setsid`, say). Only called between attempts, when no attempt is unreaped.
+pub fn reap_orphans() {
+    while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {}
 }
 
 impl Drop for Running {

@@ -50,49 +50,49 @@ Examples:
 pub struct Cli {
     // ---- Backoff ----
     /// Most attempts, the first included: N >= 1 or 'unlimited' [default: 5; unlimited with --max-time]
-    #[arg(short = 'n', long, value_name = "N", value_parser = values::parse_attempts, help_heading = BACKOFF)]
+    #[arg(short = 'n', long, value_name = "N", value_parser = values::parse_attempts, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub attempts: Option<AttemptLimit>,
 
     /// Base delay: the ceiling before the first retry
-    #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, help_heading = BACKOFF)]
+    #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub delay: Duration,
 
     /// Growth factor of the ceiling per retry (finite, >= 1)
-    #[arg(short = 'm', long, value_name = "X", default_value = "2", value_parser = values::parse_multiplier, help_heading = BACKOFF)]
+    #[arg(short = 'm', long, value_name = "X", default_value = "2", value_parser = values::parse_multiplier, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub multiplier: f64,
 
     /// Largest single delay; growth stops here
-    #[arg(short = 'c', long, value_name = "DURATION", default_value = "30s", value_parser = values::parse_positive_duration, help_heading = BACKOFF)]
+    #[arg(short = 'c', long, value_name = "DURATION", default_value = "30s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub cap: Duration,
 
     /// How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)
-    #[arg(short = 'j', long, value_name = "KIND", default_value = "full", value_parser = values::parse_jitter, help_heading = BACKOFF)]
+    #[arg(short = 'j', long, value_name = "KIND", default_value = "full", value_parser = values::parse_jitter, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub jitter: Jitter,
 
     /// Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)
-    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = values::parse_duration, help_heading = BACKOFF)]
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub splay: Duration,
 
     // ---- Limits ----
     /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires
-    #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, help_heading = LIMITS)]
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub max_time: Option<Duration>,
 
     /// Limit for each attempt; an attempt over it is terminated and counts as a transient failure
-    #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_positive_duration, help_heading = LIMITS)]
+    #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub timeout: Option<Duration>,
 
     /// After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = values::parse_duration, help_heading = LIMITS)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub kill_after: Duration,
 
     // ---- Classification ----
     /// Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent
-    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, help_heading = CLASSIFY)]
+    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = CLASSIFY)]
     pub retry_on_exit: Vec<CodeSet>,
 
     /// Exit codes that are permanent failures: stop at once
-    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, help_heading = CLASSIFY)]
+    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = CLASSIFY)]
     pub stop_on_exit: Vec<CodeSet>,
 
     /// A failed attempt whose output has a line matching REGEX is transient (repeatable)

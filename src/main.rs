@@ -72,6 +72,7 @@ fn run() -> ExitStatus {
             return ExitStatus::USAGE;
         }
     };
+    child::adopt_orphans();
     match runner::run(&config, &signals, &mut reporter) {
         Ok(summary) => summary.status,
         Err(err) => {

@@ -83,6 +83,9 @@ impl StdinSource {
                         length: 0,
                         at_eof: false,
                     }))
+                } else if pipe_is_spent(fd) {
+                    // Nothing left to read, ever: no attempt can miss anything.
+                    Ok(StdinSource::Inherit)
                 } else {
                     Ok(StdinSource::SharedPipe)
                 }
@@ -125,6 +128,19 @@ impl StdinSource {
                 }
             }
         })
+    }
+}
+
+/// The writer is gone and nothing is left in the pipe.
+fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
+    let mut fds = [rustix::event::PollFd::new(&fd, PollFlags::IN)];
+    let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
+    match rustix::event::poll(&mut fds, Some(&zero)) {
+        Ok(_) => {
+            let ready = fds[0].revents();
+            ready.contains(PollFlags::HUP) && !ready.contains(PollFlags::IN)
+        }
+        Err(_) => false,
     }
 }
 

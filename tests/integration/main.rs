@@ -1,0 +1,9 @@
+//! End-to-end tests of the built `retry` binary against real child
+//! processes: counter scripts, real signals, real timeouts, real pipes.
+//! Durations are milliseconds and timing bounds generous, so the suite
+//! stays fast and robust on a loaded 2-core machine.
+
+mod core;
+mod io;
+mod process;
+mod util;

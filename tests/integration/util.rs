@@ -1,0 +1,148 @@
+//! Test harness: the binary under test, scratch directories, counter scripts.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+
+/// The binary with a clean environment: no RETRY_* from a surrounding run,
+/// no colour, and a hard timeout so a hang fails instead of blocking CI.
+pub fn retry() -> assert_cmd::Command {
+    let mut std_command = std::process::Command::new(BIN);
+    scrub(&mut std_command);
+    let mut command = assert_cmd::Command::from_std(std_command);
+    command.timeout(Duration::from_secs(60));
+    command
+}
+
+/// The same, as a plain `std::process::Command` for tests that need the
+/// process itself (signals, background runs).
+pub fn retry_std() -> std::process::Command {
+    let mut command = std::process::Command::new(BIN);
+    scrub(&mut command);
+    command
+}
+
+fn scrub(command: &mut std::process::Command) {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("RETRY_") || key == "NO_COLOR" || key == "XDG_STATE_HOME" {
+            command.env_remove(&key);
+        }
+    }
+}
+
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("retry-test-").tempdir().unwrap()
+}
+
+/// Write an executable script.
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, body).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A script that counts its runs in `count` and fails with `code` until it
+/// has failed `failures` times, then succeeds.
+pub fn flaky(dir: &Path, failures: u32, code: i32) -> PathBuf {
+    let count = dir.join("count");
+    script(
+        dir,
+        "flaky.sh",
+        &format!(
+            "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > '{c}'\n[ $n -gt {failures} ] && exit 0\nexit {code}\n",
+            c = count.display()
+        ),
+    )
+}
+
+/// How many times a counting script ran.
+pub fn runs(dir: &Path) -> u32 {
+    fs::read_to_string(dir.join("count")).map_or(0, |s| s.trim().parse().unwrap())
+}
+
+/// A shell command that appends a line to `dir/count`-style file `name`.
+pub fn tally(dir: &Path, name: &str) -> String {
+    format!("echo x >> '{}'", dir.join(name).display())
+}
+
+pub fn lines(dir: &Path, name: &str) -> usize {
+    fs::read_to_string(dir.join(name)).map_or(0, |s| s.lines().count())
+}
+
+pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}")))
+        .collect()
+}
+
+/// Processes whose command line contains `marker` (found through /proc).
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // Zombies have an empty command line and are not running anything.
+        if cmdline.contains(marker) && !cmdline.contains("pgrep") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Wait up to `limit` for no process with `marker` to be left.
+pub fn none_left(marker: &str, limit: Duration) -> bool {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        if processes_with(marker).is_empty() {
+            return true;
+        }
+        if std::time::Instant::now() > end {
+            for pid in processes_with(marker) {
+                unsafe_kill(pid);
+            }
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn unsafe_kill(pid: u32) {
+    let _ = std::process::Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+}
+
+/// A unique marker for grandchildren: `sleep 300.<n>`.
+pub fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    format!("300.{}{:03}", std::process::id() % 100_000, n)
+}
+
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().unwrap();
+    assert!(status.success());
+}
+
+/// Wait until `path` exists (a child announcing it is running).
+pub fn wait_for_file(path: &Path, limit: Duration) {
+    let end = std::time::Instant::now() + limit;
+    while !path.exists() {
+        assert!(std::time::Instant::now() < end, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `(exit code, signal)` of a finished std child.
+pub fn code_and_signal(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (status.code(), status.signal())
+}
