@@ -1,1 +1,405 @@
+//! Process control: timeouts, escalation, process groups, signals to retry,
+//! parent death, terminals, inherited signal dispositions.
 
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+#[test]
+fn a_timed_out_final_attempt_exits_124() {
+    let started = Instant::now();
+    retry()
+        .args(["-T", "200ms", "-n", "1", "--", "sleep", "5"])
+        .assert()
+        .code(124)
+        .stderr(predicate::str::contains("timed out"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_child_that_ignores_sigterm_is_killed_after_kill_after_with_137() {
+    let marker = marker();
+    let started = Instant::now();
+    retry()
+        .args(["-T", "200ms", "--kill-after", "200ms", "-n", "1", "--", "sh", "-c"])
+        .arg(format!("trap '' TERM; sleep {marker}"))
+        .assert()
+        .code(137);
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(350) && elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(none_left(&marker, Duration::from_secs(1)), "sleep {marker} survived");
+}
+
+#[test]
+fn a_stopped_child_still_times_out() {
+    let started = Instant::now();
+    retry().args(["-T", "200ms", "-n", "1", "--", "sh", "-c", "kill -STOP $$"]).assert().code(124);
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn timed_out_attempts_leave_no_background_grandchildren() {
+    let (a, b) = (marker(), marker());
+    retry()
+        .args(["-T", "200ms", "-n", "2", "-d", "1ms", "--", "sh", "-c"])
+        .arg(format!("sleep {a} & sleep {b}"))
+        .assert()
+        .code(124);
+    assert!(none_left(&a, Duration::from_secs(1)) && none_left(&b, Duration::from_secs(1)));
+}
+
+#[test]
+fn what_a_failed_attempt_left_running_is_ended_before_the_next() {
+    let dir = scratch();
+    let marker = marker();
+    // Each attempt counts the leftovers of earlier attempts still running.
+    let body = format!(
+        "echo $(ps -eo args | grep -c '^sleep {marker}$') >> '{}'; sleep {marker} & exit 1",
+        dir.path().join("seen").display()
+    );
+    retry().args(["-n", "3", "-d", "1ms", "--", "sh", "-c", &body]).assert().code(1);
+    let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+    assert_eq!(seen.split_whitespace().collect::<Vec<_>>(), ["0", "0", "0"]);
+    assert!(none_left(&marker, Duration::from_secs(1)));
+}
+
+#[test]
+fn max_time_ends_a_running_attempt() {
+    let started = Instant::now();
+    let out = retry().args(["-t", "300ms", "--log-format", "json", "--", "sleep", "5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(124));
+    let events = json_events(&out.stderr);
+    assert_eq!(events[0]["timed_out"], true);
+    assert_eq!(events.last().unwrap()["outcome"], "deadline");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn the_attempt_limit_is_the_smaller_of_timeout_and_the_rest_of_max_time() {
+    let started = Instant::now();
+    retry().args(["-t", "300ms", "-T", "10s", "--", "sleep", "5"]).assert().code(124);
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+/// Start retry in the background with `args`; returns the child and a
+/// marker file that the attempt creates when it has started.
+fn start_in_background(args: &[&str], dir: &std::path::Path) -> std::process::Child {
+    retry_std().args(args).stdin(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}: {}", dir.display()))
+}
+
+#[test]
+fn sigterm_during_the_backoff_ends_retry_by_sigterm_without_another_attempt() {
+    let dir = scratch();
+    let body = tally(dir.path(), "attempts") + "; exit 1";
+    let mut child = start_in_background(&["-d", "30s", "-j", "none", "--", "sh", "-c", &body], dir.path());
+    wait_for_file(&dir.path().join("attempts"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(100));
+    let sent = Instant::now();
+    send_signal(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    assert!(sent.elapsed() < Duration::from_millis(500), "{:?}", sent.elapsed());
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
+    assert_eq!(lines(dir.path(), "attempts"), 1);
+}
+
+#[test]
+fn sigint_during_an_attempt_reaches_the_child_and_retry_dies_of_sigint() {
+    let dir = scratch();
+    let marker = marker();
+    let saw = dir.path().join("saw-int");
+    let started = dir.path().join("started");
+    let body = format!(
+        "trap 'echo INT > \"{saw}\"; exit 1' INT; {tally}; touch '{started}'; sleep {marker} & wait $!",
+        saw = saw.display(),
+        tally = tally(dir.path(), "attempts"),
+        started = started.display()
+    );
+    let mut child = start_in_background(&["-n", "5", "-d", "1ms", "--", "sh", "-c", &body], dir.path());
+    wait_for_file(&started, Duration::from_secs(5));
+    send_signal(child.id(), "INT");
+    let status = child.wait().unwrap();
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)));
+    assert!(saw.exists(), "the child never saw SIGINT");
+    assert_eq!(lines(dir.path(), "attempts"), 1, "no further attempt");
+    assert!(none_left(&marker, Duration::from_secs(1)));
+}
+
+#[test]
+fn sigterm_to_retry_escalates_to_sigkill_for_a_child_that_ignores_it() {
+    let dir = scratch();
+    let marker = marker();
+    let started = dir.path().join("started");
+    let body = format!("trap '' TERM; touch '{}'; sleep {marker}", started.display());
+    let mut child = start_in_background(&["--kill-after", "200ms", "--", "sh", "-c", &body], dir.path());
+    wait_for_file(&started, Duration::from_secs(5));
+    let sent = Instant::now();
+    send_signal(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
+    let elapsed = sent.elapsed();
+    assert!(elapsed >= Duration::from_millis(150) && elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(none_left(&marker, Duration::from_secs(1)));
+}
+
+#[test]
+fn sighup_and_sigquit_are_forwarded_and_reraised_too() {
+    for (name, number) in [("HUP", libc::SIGHUP), ("QUIT", libc::SIGQUIT)] {
+        let dir = scratch();
+        let marker = marker();
+        let started = dir.path().join("started");
+        let body = format!("touch '{}'; sleep {marker}", started.display());
+        let mut child = start_in_background(&["--", "sh", "-c", &body], dir.path());
+        wait_for_file(&started, Duration::from_secs(5));
+        send_signal(child.id(), name);
+        let status = child.wait().unwrap();
+        assert_eq!(code_and_signal(status), (None, Some(number)), "{name}");
+        assert!(none_left(&marker, Duration::from_secs(1)), "{name}");
+    }
+}
+
+#[test]
+fn a_bash_loop_around_retry_stops_on_ctrl_c_to_its_process_group() {
+    let dir = scratch();
+    let script_path = script(
+        dir.path(),
+        "loop.sh",
+        &format!(
+            "#!/bin/bash\nfor i in 1 2 3; do\n  '{BIN}' -n 3 -- sh -c 'touch {started}; sleep 2'\n  echo \"iter $i rc=$?\"\ndone\necho finished\n",
+            started = dir.path().join("started").display()
+        ),
+    );
+    let mut child = std::process::Command::new("setsid")
+        .arg(&script_path)
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&dir.path().join("started"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(100));
+    // setsid made the script a group leader: signal its whole group, as a
+    // terminal's Ctrl-C would.
+    let status = std::process::Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap();
+    assert!(status.success());
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(!out.contains("iter 2") && !out.contains("finished"), "the loop went on: {out:?}");
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)), "{out:?}");
+}
+
+#[test]
+fn a_final_attempt_killed_by_a_signal_is_reraised_without_a_core_file() {
+    let dir = scratch();
+    let status = retry_std()
+        .current_dir(dir.path())
+        .args(["-n", "1", "--", "sh", "-c", "kill -SEGV $$"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGSEGV)));
+    let cores: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("core")).collect();
+    assert!(cores.is_empty());
+}
+
+#[test]
+fn a_child_killed_by_sigint_ends_the_run_without_retrying() {
+    let dir = scratch();
+    let body = tally(dir.path(), "attempts") + "; kill -INT $$";
+    let status = retry_std().args(["-n", "5", "-d", "1ms", "--", "sh", "-c", &body]).stderr(Stdio::null()).status().unwrap();
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)));
+    assert_eq!(lines(dir.path(), "attempts"), 1);
+}
+
+#[test]
+fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
+    let dir = scratch();
+    let marker = marker();
+    let started = dir.path().join("started");
+    // exec: the attempt itself is the sleep, so only the parent-death
+    // signal can end it.
+    let body = format!("touch '{}'; exec sleep {marker}", started.display());
+    let mut child = start_in_background(&["--", "sh", "-c", &body], dir.path());
+    wait_for_file(&started, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(50));
+    send_signal(child.id(), "KILL");
+    let _ = child.wait();
+    assert!(none_left(&marker, Duration::from_secs(2)), "the attempt outlived retry");
+}
+
+#[test]
+fn yes_into_head_ends_at_once_with_sigpipe() {
+    let started = Instant::now();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("'{BIN}' -n 5 -- yes | head -1; echo \"status=${{PIPESTATUS[0]}}\""))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("status=141"), "{stdout}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).matches("attempt 1/5 failed").count(), 1);
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn an_ignored_sighup_stays_ignored_for_retry_and_the_child() {
+    let dir = scratch();
+    let started = dir.path().join("started");
+    let body = format!("grep SigIgn /proc/$$/status; touch '{}'; sleep 0.5", started.display());
+    let mut child = std::process::Command::new("env")
+        .arg("--ignore-signal=HUP")
+        .arg(BIN)
+        .args(["--", "sh", "-c", &body])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(5));
+    send_signal(child.id(), "HUP");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "retry did not ignore SIGHUP: {status:?}");
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let mask = u64::from_str_radix(out.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_ne!(mask & (1 << (libc::SIGHUP - 1)), 0, "the child does not ignore SIGHUP: {out}");
+}
+
+#[test]
+fn an_inherited_blocked_sigterm_is_unblocked() {
+    let dir = scratch();
+    let marker = marker();
+    let started = dir.path().join("started");
+    let body = format!("touch '{}'; sleep {marker}", started.display());
+    let program = format!(
+        "import signal, os, sys\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\nos.execv(sys.argv[1], sys.argv[1:])"
+    );
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &program, BIN, "--", "sh", "-c", &body])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(5));
+    send_signal(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
+    assert!(none_left(&marker, Duration::from_secs(1)));
+}
+
+#[test]
+fn an_inherited_ignored_sigchld_does_not_break_waiting() {
+    let started = Instant::now();
+    let status = std::process::Command::new("env")
+        .args(["--ignore-signal=CHLD", BIN, "-n", "2", "-d", "1ms", "--", "sh", "-c", "exit 3"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_script_without_a_shebang_runs_under_bin_sh() {
+    let dir = scratch();
+    let plain = script(dir.path(), "noshebang", "echo \"ran with $# args: $1\"\nexit 0\n");
+    retry().arg("--").arg(&plain).arg("hello").assert().success().stdout("ran with 1 args: hello\n");
+}
+
+#[test]
+fn a_closed_stderr_or_stdout_never_makes_retry_panic() {
+    for fd in ["2", "1"] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("'{BIN}' -n 2 -d 1ms -- sh -c 'echo out; echo err >&2; exit 4' {fd}>&-; echo \"status=$?\""))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("status=4"), "fd {fd} closed: {stdout}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+}
+
+#[test]
+fn a_signal_racing_the_spawn_never_leaves_an_attempt_behind() {
+    let marker = marker();
+    for i in 0..20 {
+        let mut child = retry_std().args(["--", "sleep", &marker]).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(500 * (i % 6)));
+        send_signal(child.id(), "TERM");
+        let status = child.wait().unwrap();
+        assert!(status.signal_or_exit_is_term(), "{status:?}");
+    }
+    assert!(none_left(&marker, Duration::from_secs(2)));
+}
+
+trait TermCheck {
+    fn signal_or_exit_is_term(&self) -> bool;
+}
+
+impl TermCheck for std::process::ExitStatus {
+    /// Killed by SIGTERM, either before retry's handlers were installed (the
+    /// default action) or after (re-raised).
+    fn signal_or_exit_is_term(&self) -> bool {
+        code_and_signal(*self) == (None, Some(libc::SIGTERM))
+    }
+}
+
+/// Run `retry` under a pseudo-terminal (it is then the terminal's
+/// foreground), type `input`, and return what appeared on the terminal.
+fn under_pty(args: &[&str], input: &str) -> String {
+    let program = r#"
+import os, pty, sys, time, select
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b''
+def pump(seconds):
+    global out
+    end = time.time() + seconds
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not data:
+                return False
+            out += data
+    return True
+pump(0.5)
+os.write(fd, sys.stdin.buffer.read())
+pump(3)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace'))
+sys.stdout.write('\nSTATUS=%d\n' % os.waitstatus_to_exitcode(status))
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", program, BIN])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_child_under_a_terminal_reads_a_typed_line() {
+    let out = under_pty(&["-T", "10s", "--", "sh", "-c", "read x; echo got:$x; [ -t 0 ] && echo tty"], "hello\n");
+    assert!(out.contains("got:hello"), "{out}");
+    assert!(out.contains("tty"), "{out}");
+    assert!(out.contains("STATUS=0"), "{out}");
+}
+
+#[test]
+fn ctrl_c_at_a_terminal_ends_the_run_with_sigint_and_no_second_attempt() {
+    let dir = scratch();
+    let body = tally(dir.path(), "attempts") + "; sleep 5";
+    let out = under_pty(&["-n", "5", "-d", "1ms", "--", "sh", "-c", &body], "\x03");
+    assert!(out.contains(&format!("STATUS=-{}", libc::SIGINT)), "{out}");
+    assert_eq!(lines(dir.path(), "attempts"), 1, "{out}");
+}
