@@ -73,7 +73,12 @@ pub struct AttemptSpec<'a> {
     pub kill_after: Duration,
 }
 
-pub fn run(mut spec: AttemptSpec<'_>, output: &OutputPlan<'_>, stdin: AttemptStdin<'_>, events: &Receiver<Event>) -> Result<Outcome> {
+pub fn run(
+    mut spec: AttemptSpec<'_>,
+    output: &OutputPlan<'_>,
+    stdin: AttemptStdin<'_>,
+    events: &Receiver<Event>,
+) -> Result<Outcome> {
     let started = Instant::now();
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
@@ -107,7 +112,10 @@ pub fn run(mut spec: AttemptSpec<'_>, output: &OutputPlan<'_>, stdin: AttemptStd
             spec.launch.stdout = ChildIo::Fd(OwnedFd::from(spool.try_clone()?));
         }
     }
-    let AttemptStdin { io: stdin_io, feeder } = stdin;
+    let AttemptStdin {
+        io: stdin_io,
+        feeder,
+    } = stdin;
     spec.launch.stdin = stdin_io;
 
     let running = match crate::child::spawn(&spec.launch) {

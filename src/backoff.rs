@@ -35,8 +35,8 @@ impl Policy {
         }
         let growth = self.multiplier.powf(n as f64);
         let nanos = self.delay.as_nanos() as f64 * growth;
-        // `!(a < b)` also sends NaN and infinity to the cap.
-        if !(nanos < self.cap.as_nanos() as f64) {
+        // Infinity (and NaN, which cannot happen) go to the cap.
+        if nanos.is_nan() || nanos >= self.cap.as_nanos() as f64 {
             return self.cap;
         }
         // Truncating a monotone f64 keeps it monotone; it is below the cap here.
@@ -47,16 +47,16 @@ impl Policy {
     pub fn worst_sleep(&self, n: u64) -> Duration {
         match self.jitter {
             Jitter::None | Jitter::Full | Jitter::Equal => self.ceiling(n),
-            Jitter::Proportional(p) => {
-                self.cap.min(scale(self.ceiling(n), 1.0 + p))
-            }
+            Jitter::Proportional(p) => self.cap.min(scale(self.ceiling(n), 1.0 + p)),
             // Each draw is at most three times the previous one.
             Jitter::Decorrelated => {
                 let tripled = Policy {
                     multiplier: 3.0,
                     ..self.clone()
                 };
-                tripled.ceiling(n.saturating_add(1)).max(self.delay.min(self.cap))
+                tripled
+                    .ceiling(n.saturating_add(1))
+                    .max(self.delay.min(self.cap))
             }
         }
     }
@@ -136,7 +136,7 @@ impl Backoff<'_> {
         let n = self.failures;
         self.failures = self.failures.saturating_add(1);
         let ceiling = policy.ceiling(n);
-        let sleep = match policy.jitter {
+        match policy.jitter {
             Jitter::None => Sleep {
                 delay: ceiling,
                 ceiling,
@@ -158,15 +158,17 @@ impl Backoff<'_> {
             }
             Jitter::Decorrelated => {
                 let high = policy.cap.min(self.previous.saturating_mul(3));
-                let delay = policy.cap.min(uniform(rng, policy.delay, self.previous.saturating_mul(3)));
+                let delay =
+                    policy
+                        .cap
+                        .min(uniform(rng, policy.delay, self.previous.saturating_mul(3)));
                 self.previous = delay;
                 Sleep {
                     delay,
                     ceiling: high.max(delay),
                 }
             }
-        };
-        sleep
+        }
     }
 }
 
@@ -199,8 +201,17 @@ mod tests {
         assert_eq!(p.ceiling(10_000), Duration::from_secs(30));
         assert_eq!(p.ceiling(u64::MAX), Duration::from_secs(30));
         let mut rng = SmallRng::seed_from_u64(1);
-        for jitter in [Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated, Jitter::Proportional(1.0)] {
-            let p = Policy { jitter, ..p.clone() };
+        for jitter in [
+            Jitter::None,
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::Proportional(1.0),
+        ] {
+            let p = Policy {
+                jitter,
+                ..p.clone()
+            };
             let mut sleeps = p.sleeps();
             for _ in 0..10_000 {
                 assert!(sleeps.next(&mut rng).delay <= p.cap);
@@ -245,9 +256,15 @@ mod tests {
         for (jitter, expected) in cases {
             let p = policy(1000, 2.0, 30_000, jitter);
             let mean = sampled_mean(&p, 2, 20_000);
-            assert!((mean - expected).abs() < expected * 0.02, "{jitter}: mean {mean}, expected {expected}");
+            assert!(
+                (mean - expected).abs() < expected * 0.02,
+                "{jitter}: mean {mean}, expected {expected}"
+            );
             let formula = p.mean_sleep(2).unwrap().as_secs_f64() * 1000.0;
-            assert!((formula - expected).abs() < 1e-6, "{jitter}: formula {formula}");
+            assert!(
+                (formula - expected).abs() < 1e-6,
+                "{jitter}: formula {formula}"
+            );
         }
     }
 
@@ -257,7 +274,10 @@ mod tests {
         let p = policy(1000, 2.0, 4000, Jitter::Proportional(0.5));
         let formula = p.mean_sleep(5).unwrap().as_secs_f64() * 1000.0;
         let mean = sampled_mean(&p, 5, 40_000);
-        assert!((mean - formula).abs() < formula * 0.02, "mean {mean}, formula {formula}");
+        assert!(
+            (mean - formula).abs() < formula * 0.02,
+            "mean {mean}, formula {formula}"
+        );
         assert!(formula < 4000.0);
     }
 

@@ -84,7 +84,8 @@ pub fn spawn(launch: &Launch<'_>) -> Result<Running, Ending> {
             };
             let mut args = vec![script.into_os_string()];
             args.extend_from_slice(&launch.argv[1..]);
-            spawn_program(launch, std::ffi::OsStr::new("/bin/sh"), &args).map_err(|err| not_started(&launch.argv[0], &err))?
+            spawn_program(launch, std::ffi::OsStr::new("/bin/sh"), &args)
+                .map_err(|err| not_started(&launch.argv[0], &err))?
         }
         Err(err) => return Err(not_started(&launch.argv[0], &err)),
         Ok(child) => child,
@@ -97,7 +98,11 @@ pub fn spawn(launch: &Launch<'_>) -> Result<Running, Ending> {
     })
 }
 
-fn spawn_program(launch: &Launch<'_>, program: &std::ffi::OsStr, args: &[OsString]) -> std::io::Result<Child> {
+fn spawn_program(
+    launch: &Launch<'_>,
+    program: &std::ffi::OsStr,
+    args: &[OsString],
+) -> std::io::Result<Child> {
     let mut command = Command::new(program);
     command
         .args(args)
@@ -129,7 +134,13 @@ fn spawn_program(launch: &Launch<'_>, program: &std::ffi::OsStr, args: &[OsStrin
                 libc::signal(libc::SIGTTOU, libc::SIG_DFL);
             }
             // If retry dies, even of SIGKILL, the attempt dies with it.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             if libc::getppid() != parent {
                 libc::_exit(125);
             }
@@ -157,9 +168,15 @@ fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Ending {
         Some(libc::ENOENT) => {
             let has_slash = name.contains('/');
             if has_slash && !name.starts_with('/') && std::env::current_dir().is_err() {
-                (125, format!("{name}: the working directory no longer exists"))
+                (
+                    125,
+                    format!("{name}: the working directory no longer exists"),
+                )
             } else if has_slash && Path::new(program).exists() {
-                (127, format!("{name}: bad interpreter (the #! line names a missing program)"))
+                (
+                    127,
+                    format!("{name}: bad interpreter (the #! line names a missing program)"),
+                )
             } else {
                 (127, format!("{name}: command not found"))
             }
@@ -167,7 +184,9 @@ fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Ending {
         Some(libc::EACCES) => (126, format!("{name}: permission denied")),
         Some(libc::E2BIG) => (126, format!("{name}: argument list too long")),
         Some(libc::ENOEXEC) => (126, format!("{name}: cannot execute (exec format error)")),
-        Some(libc::EAGAIN | libc::ENOMEM) => (125, format!("{name}: cannot start a process: {err}")),
+        Some(libc::EAGAIN | libc::ENOMEM) => {
+            (125, format!("{name}: cannot start a process: {err}"))
+        }
         _ => (126, format!("{name}: cannot execute: {err}")),
     };
     Ending::NotStarted { status, message }
@@ -178,7 +197,9 @@ impl Running {
     /// group; then SIGCONT, so a stopped child can act on it. Only called
     /// before the child is reaped.
     fn send(&self, signal: i32) {
-        let Some(sig) = Signal::from_named_raw(signal) else { return };
+        let Some(sig) = Signal::from_named_raw(signal) else {
+            return;
+        };
         let _ = rustix::process::kill_process(self.pid, sig);
         if self.own_group {
             let _ = rustix::process::kill_process_group(self.pid, sig);
@@ -236,16 +257,22 @@ impl Running {
                 self.send(libc::SIGKILL);
                 continue;
             }
-            let wake = [deadline.filter(|_| !timed_out && interrupted.is_none()), kill_at]
-                .into_iter()
-                .flatten()
-                .min();
+            let wake = [
+                deadline.filter(|_| !timed_out && interrupted.is_none()),
+                kill_at,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let event = match wake {
                 Some(at) => events.recv_timeout(at.saturating_duration_since(now)),
                 None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match event {
-                Ok(Event::Signal { signal, from_terminal }) => {
+                Ok(Event::Signal {
+                    signal,
+                    from_terminal,
+                }) => {
                     // The terminal delivers its signals to the child too when
                     // it shares our group; everything else we pass on.
                     if self.own_group || !from_terminal {
@@ -313,7 +340,9 @@ impl Running {
                 continue;
             }
             let wake = if killed { give_up } else { kill_at };
-            let wait = wake.saturating_duration_since(now).min(Duration::from_millis(50));
+            let wait = wake
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(50));
             if let Ok(Event::Signal { signal, .. }) = events.recv_timeout(wait) {
                 interrupted = interrupted.or(Some(signal));
                 kill_at = Instant::now();
@@ -325,7 +354,8 @@ impl Running {
 
 /// Reap the exited members of group `group` that are our children.
 fn reap_group(group: Pid) {
-    while let Ok(Some(_)) = rustix::process::waitpgid(group, rustix::process::WaitOptions::NOHANG) {}
+    while let Ok(Some(_)) = rustix::process::waitpgid(group, rustix::process::WaitOptions::NOHANG) {
+    }
 }
 
 /// Become a child subreaper: what an attempt leaves behind when its parent

@@ -22,7 +22,10 @@ pub enum Ending {
     Exited(i32),
     Signaled(i32),
     /// The command could not be started; `status` is 126 or 127.
-    NotStarted { status: u8, message: String },
+    NotStarted {
+        status: u8,
+        message: String,
+    },
 }
 
 /// The word an attempt wrote to `$RETRY_HINT_FILE`.
@@ -135,10 +138,23 @@ pub fn classify(observation: &Observation, rules: &[ExitRules]) -> Verdict {
 
     // 0. The attempt's own word wins over every other rule.
     match observation.hint {
-        Some(Hint::Permanent) => return verdict(Class::Permanent, format!("{what}; hint file said permanent")),
-        Some(Hint::Transient) => return verdict(Class::Transient, format!("{what}; hint file said transient")),
+        Some(Hint::Permanent) => {
+            return verdict(
+                Class::Permanent,
+                format!("{what}; hint file said permanent"),
+            );
+        }
+        Some(Hint::Transient) => {
+            return verdict(
+                Class::Transient,
+                format!("{what}; hint file said transient"),
+            );
+        }
         Some(Hint::RetryAfter(_)) => {
-            return verdict(Class::Transient, format!("{what}; hint file said retry-after"));
+            return verdict(
+                Class::Transient,
+                format!("{what}; hint file said retry-after"),
+            );
         }
         None => {}
     }
@@ -147,24 +163,45 @@ pub fn classify(observation: &Observation, rules: &[ExitRules]) -> Verdict {
     for (index, set) in rules.iter().enumerate() {
         let output = observation.output.get(index).cloned().unwrap_or_default();
         if let Some(pattern) = output.stop {
-            return verdict(Class::Permanent, format!("{what}; output matched {} '{pattern}'", stop_flag(set)));
+            return verdict(
+                Class::Permanent,
+                format!("{what}; output matched {} '{pattern}'", stop_flag(set)),
+            );
         }
         if let Some(pattern) = output.retry {
-            return verdict(Class::Transient, format!("{what}; output matched {} '{pattern}'", retry_flag(set)));
+            return verdict(
+                Class::Transient,
+                format!("{what}; output matched {} '{pattern}'", retry_flag(set)),
+            );
         }
         // A timed-out or signalled attempt has no exit code for 3 and 4.
-        let Ending::Exited(code) = *ending else { continue };
+        let Ending::Exited(code) = *ending else {
+            continue;
+        };
         if observation.timed_out {
             continue;
         }
-        if set.stop_on_exit.as_ref().is_some_and(|codes| codes.contains(code)) {
-            return verdict(Class::Permanent, format!("{what} is in {}", stop_exit_flag(set)));
+        if set
+            .stop_on_exit
+            .as_ref()
+            .is_some_and(|codes| codes.contains(code))
+        {
+            return verdict(
+                Class::Permanent,
+                format!("{what} is in {}", stop_exit_flag(set)),
+            );
         }
         if let Some(codes) = &set.retry_on_exit {
             return if codes.contains(code) {
-                verdict(Class::Transient, format!("{what} is in {}", retry_exit_flag(set)))
+                verdict(
+                    Class::Transient,
+                    format!("{what} is in {}", retry_exit_flag(set)),
+                )
             } else {
-                verdict(Class::Permanent, format!("{what} is not in {}", retry_exit_flag(set)))
+                verdict(
+                    Class::Permanent,
+                    format!("{what} is not in {}", retry_exit_flag(set)),
+                )
             };
         }
     }
@@ -174,10 +211,11 @@ pub fn classify(observation: &Observation, rules: &[ExitRules]) -> Verdict {
         return verdict(Class::Permanent, what);
     }
     // 6. A user at the terminal, or a reader that went away.
-    if let Ending::Signaled(signal) = *ending {
-        if !observation.timed_out && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE) {
-            return verdict(Class::Permanent, what);
-        }
+    if let Ending::Signaled(signal) = *ending
+        && !observation.timed_out
+        && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
+    {
+        return verdict(Class::Permanent, what);
     }
     // 7.
     verdict(Class::Transient, what)
@@ -235,14 +273,20 @@ mod tests {
         let rules = [user(None, None)];
         assert_eq!(class(&observe(Ending::Exited(0)), &rules), Class::Success);
         assert_eq!(class(&observe(Ending::Exited(1)), &rules), Class::Transient);
-        assert_eq!(class(&observe(Ending::Signaled(libc::SIGKILL)), &rules), Class::Transient);
+        assert_eq!(
+            class(&observe(Ending::Signaled(libc::SIGKILL)), &rules),
+            Class::Transient
+        );
     }
 
     #[test]
     fn a_timed_out_attempt_is_transient_even_if_it_exited_zero() {
         let mut observation = observe(Ending::Exited(0));
         observation.timed_out = true;
-        assert_eq!(class(&observation, &[user(Some("0"), None)]), Class::Transient);
+        assert_eq!(
+            class(&observation, &[user(Some("0"), None)]),
+            Class::Transient
+        );
     }
 
     #[test]
@@ -286,8 +330,14 @@ mod tests {
         };
         let rules = [user(Some("7"), None), preset];
         assert_eq!(class(&observe(Ending::Exited(7)), &rules), Class::Permanent);
-        assert_eq!(class(&observe(Ending::Exited(28)), &rules), Class::Transient);
-        assert_eq!(class(&observe(Ending::Exited(22)), &rules), Class::Permanent);
+        assert_eq!(
+            class(&observe(Ending::Exited(28)), &rules),
+            Class::Transient
+        );
+        assert_eq!(
+            class(&observe(Ending::Exited(22)), &rules),
+            Class::Permanent
+        );
         let mut observation = observe(Ending::Exited(22));
         observation.output[1].retry = Some("503".into());
         assert_eq!(class(&observation, &rules), Class::Transient);
@@ -299,15 +349,24 @@ mod tests {
             status: 127,
             message: "not found".into(),
         };
-        assert_eq!(class(&observe(ending), &[user(None, None)]), Class::Permanent);
+        assert_eq!(
+            class(&observe(ending), &[user(None, None)]),
+            Class::Permanent
+        );
     }
 
     #[test]
     fn deaths_by_interrupt_quit_and_broken_pipe_end_the_run() {
         let rules = [user(None, None)];
         for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGPIPE] {
-            assert_eq!(class(&observe(Ending::Signaled(signal)), &rules), Class::Permanent);
+            assert_eq!(
+                class(&observe(Ending::Signaled(signal)), &rules),
+                Class::Permanent
+            );
         }
-        assert_eq!(class(&observe(Ending::Signaled(libc::SIGTERM)), &rules), Class::Transient);
+        assert_eq!(
+            class(&observe(Ending::Signaled(libc::SIGTERM)), &rules),
+            Class::Transient
+        );
     }
 }

@@ -150,12 +150,24 @@ pub struct Cli {
     #[arg(long, help_heading = REPORTING)]
     pub explain: bool,
 
+    /// At the end of the run, write a Prometheus text file (for node_exporter's textfile collector) to PATH, atomically
+    #[arg(long, value_name = "PATH", help_heading = REPORTING)]
+    pub metrics_file: Option<PathBuf>,
+
+    /// The name label of --metrics-file [default: the command's file name]
+    #[arg(long, value_name = "NAME", requires = "metrics_file", help_heading = REPORTING)]
+    pub name: Option<String>,
+
+    /// Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit
+    #[arg(long, value_name = "KIND", exclusive = true, help_heading = REPORTING)]
+    pub generate: Option<crate::generate::Kind>,
+
     /// The command to run, and its arguments (passed verbatim, no shell)
     #[arg(
         value_name = "COMMAND",
         trailing_var_arg = true,
         num_args = 1..,
-        required_unless_present_any = ["explain"]
+        required_unless_present_any = ["explain", "generate"]
     )]
     pub command: Vec<OsString>,
 }
@@ -214,7 +226,11 @@ mod tests {
     }
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::parse_from_os(std::iter::once("retry").chain(args.iter().copied()).map(OsString::from))
+        Cli::parse_from_os(
+            std::iter::once("retry")
+                .chain(args.iter().copied())
+                .map(OsString::from),
+        )
     }
 
     #[test]

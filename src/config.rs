@@ -48,6 +48,9 @@ pub struct Config {
     pub foreground: bool,
     pub report: ReportSettings,
     pub explain: bool,
+    pub generate: Option<crate::generate::Kind>,
+    /// `--metrics-file` and the name label for it.
+    pub metrics: Option<(PathBuf, String)>,
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
@@ -60,14 +63,15 @@ fn union(sets: &[CodeSet]) -> Option<CodeSet> {
 
 impl Config {
     pub fn from_cli(cli: Cli) -> Result<Config, UsageError> {
-        if let (Some(max_time), false) = (cli.max_time, cli.splay.is_zero()) {
-            if cli.splay >= max_time {
-                return Err(UsageError(format!(
-                    "--splay {} must be shorter than --max-time {}",
-                    humantime::format_duration(cli.splay),
-                    humantime::format_duration(max_time)
-                )));
-            }
+        if let Some(max_time) = cli.max_time
+            && !cli.splay.is_zero()
+            && cli.splay >= max_time
+        {
+            return Err(UsageError(format!(
+                "--splay {} must be shorter than --max-time {}",
+                humantime::format_duration(cli.splay),
+                humantime::format_duration(max_time)
+            )));
         }
         let attempts = match cli.attempts {
             Some(limit) => limit.0,
@@ -81,7 +85,10 @@ impl Config {
             retry_on_exit: union(&cli.retry_on_exit),
         }];
         let mut patterns: Vec<Pattern> = Vec::new();
-        for (regexes, kind) in [(&cli.stop_on_output, PatternKind::Stop), (&cli.retry_on_output, PatternKind::Retry)] {
+        for (regexes, kind) in [
+            (&cli.stop_on_output, PatternKind::Stop),
+            (&cli.retry_on_output, PatternKind::Retry),
+        ] {
             patterns.extend(regexes.iter().map(|regex| Pattern {
                 regex: regex.clone(),
                 rule_set: 0,
@@ -102,6 +109,22 @@ impl Config {
         } else {
             Verbosity::Normal
         };
+
+        let metrics = cli.metrics_file.map(|path| {
+            let name = cli.name.unwrap_or_else(|| {
+                cli.command
+                    .first()
+                    .map(|program| {
+                        std::path::Path::new(program)
+                            .file_name()
+                            .unwrap_or(program)
+                            .to_string_lossy()
+                            .into_owned()
+                    })
+                    .unwrap_or_default()
+            });
+            (path, name)
+        });
 
         Ok(Config {
             command: cli.command,
@@ -129,6 +152,8 @@ impl Config {
                 log_file: cli.log_file,
             },
             explain: cli.explain,
+            generate: cli.generate,
+            metrics,
         })
     }
 }

@@ -18,12 +18,8 @@ impl ExitStatus {
     pub const TIMED_OUT: ExitStatus = ExitStatus::Code(124);
     /// Retry itself failed: usage error, bad value, internal error.
     pub const USAGE: ExitStatus = ExitStatus::Code(125);
-    pub const NOT_EXECUTABLE: ExitStatus = ExitStatus::Code(126);
-    pub const NOT_FOUND: ExitStatus = ExitStatus::Code(127);
     /// Timed out and SIGKILL was needed (as coreutils `timeout`).
     pub const KILLED: ExitStatus = ExitStatus::Code(137);
-    /// EX_TEMPFAIL: a circuit is open, try again later.
-    pub const TEMPFAIL: ExitStatus = ExitStatus::Code(75);
 
     /// From a child's exit code. Anything outside 0-255 becomes 255: a
     /// failure must never wrap around to 0.

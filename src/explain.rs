@@ -30,7 +30,11 @@ fn rows(policy: &Policy, count: u64) -> Vec<Row> {
     let simulated = (policy.jitter == Jitter::Decorrelated).then(|| simulated_means(policy, count));
     (0..count)
         .map(|n| Row {
-            ceiling: if policy.jitter == Jitter::Decorrelated { policy.worst_sleep(n) } else { policy.ceiling(n) },
+            ceiling: if policy.jitter == Jitter::Decorrelated {
+                policy.worst_sleep(n)
+            } else {
+                policy.ceiling(n)
+            },
             mean: match &simulated {
                 Some(means) => means[n as usize],
                 None => policy.mean_sleep(n).unwrap_or_default(),
@@ -50,13 +54,18 @@ fn simulated_means(policy: &Policy, count: u64) -> Vec<Duration> {
             *total += sleeps.next(&mut rng).delay.as_secs_f64();
         }
     }
-    totals.iter().map(|t| Duration::from_secs_f64(t / SIMULATED_RUNS as f64)).collect()
+    totals
+        .iter()
+        .map(|t| Duration::from_secs_f64(t / SIMULATED_RUNS as f64))
+        .collect()
 }
 
 pub fn render(config: &Config) -> String {
     let policy = &config.policy;
     let mut out = String::new();
-    let attempts = config.attempts.map_or("unlimited".to_string(), |n| n.to_string());
+    let attempts = config
+        .attempts
+        .map_or("unlimited".to_string(), |n| n.to_string());
     let _ = writeln!(
         out,
         "Schedule: {attempts} attempts; delay {}, x{} per retry, cap {}, {} jitter{}",
@@ -64,11 +73,19 @@ pub fn render(config: &Config) -> String {
         policy.multiplier,
         human(policy.cap),
         policy.jitter,
-        config.max_time.map_or(String::new(), |t| format!("; max-time {}", human(t)))
+        config
+            .max_time
+            .map_or(String::new(), |t| format!("; max-time {}", human(t)))
     );
-    let _ = writeln!(out, "Sleeps only; each attempt's own run time comes on top.");
+    let _ = writeln!(
+        out,
+        "Sleeps only; each attempt's own run time comes on top."
+    );
     if policy.jitter == Jitter::Decorrelated {
-        let _ = writeln!(out, "Decorrelated jitter: the ceiling is the largest possible draw; means are simulated ({SIMULATED_RUNS} runs).");
+        let _ = writeln!(
+            out,
+            "Decorrelated jitter: the ceiling is the largest possible draw; means are simulated ({SIMULATED_RUNS} runs)."
+        );
     }
     let _ = writeln!(out);
 
@@ -77,8 +94,13 @@ pub fn render(config: &Config) -> String {
         None => MAX_ROWS,
     };
     let table = rows(policy, retries);
-    let _ = writeln!(out, "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}", "retry", "after attempt", "ceiling", "expected sleep", "worst total", "mean total");
-    let (mut worst_total, mut mean_total, mut least_total) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let _ = writeln!(
+        out,
+        "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}",
+        "retry", "after attempt", "ceiling", "expected sleep", "worst total", "mean total"
+    );
+    let (mut worst_total, mut mean_total, mut least_total) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut ending = None;
     let mut warned_max_time = false;
     for (index, row) in table.iter().enumerate() {
@@ -96,7 +118,16 @@ pub fn render(config: &Config) -> String {
                 break;
             }
             if config.attempts.is_none() && mean_total >= max_time {
-                let _ = writeln!(out, "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}", retry, retry, human(row.ceiling), human(row.mean), human(worst_total), human(mean_total));
+                let _ = writeln!(
+                    out,
+                    "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}",
+                    retry,
+                    retry,
+                    human(row.ceiling),
+                    human(row.mean),
+                    human(worst_total),
+                    human(mean_total)
+                );
                 ending = Some(format!(
                     "--max-time {} ends the run around here on average (mean total {}); attempts are unlimited.",
                     human(max_time),
@@ -105,12 +136,21 @@ pub fn render(config: &Config) -> String {
                 break;
             }
         }
-        let mut line = format!("{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}", retry, retry, human(row.ceiling), human(row.mean), human(worst_total), human(mean_total));
-        if let Some(max_time) = config.max_time {
-            if worst_total >= max_time && !warned_max_time {
-                warned_max_time = true;
-                line.push_str(&format!("  <- may pass --max-time {}", human(max_time)));
-            }
+        let mut line = format!(
+            "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}",
+            retry,
+            retry,
+            human(row.ceiling),
+            human(row.mean),
+            human(worst_total),
+            human(mean_total)
+        );
+        if let Some(max_time) = config.max_time
+            && worst_total >= max_time
+            && !warned_max_time
+        {
+            warned_max_time = true;
+            line.push_str(&format!("  <- may pass --max-time {}", human(max_time)));
         }
         let _ = writeln!(out, "{line}");
     }
@@ -120,7 +160,11 @@ pub fn render(config: &Config) -> String {
             let _ = writeln!(out, "{text}");
         }
         (None, Some(n)) if n - 1 > MAX_ROWS => {
-            let _ = writeln!(out, "... and so on: every later retry sleeps under the cap of {} (--attempts {n}).", human(policy.cap));
+            let _ = writeln!(
+                out,
+                "... and so on: every later retry sleeps under the cap of {} (--attempts {n}).",
+                human(policy.cap)
+            );
         }
         (None, Some(n)) => {
             let _ = writeln!(
@@ -131,7 +175,11 @@ pub fn render(config: &Config) -> String {
             );
         }
         (None, None) => {
-            let _ = writeln!(out, "... unlimited: every later retry sleeps under the cap of {}.", human(policy.cap));
+            let _ = writeln!(
+                out,
+                "... unlimited: every later retry sleeps under the cap of {}.",
+                human(policy.cap)
+            );
         }
     }
     out

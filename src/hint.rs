@@ -52,8 +52,14 @@ mod tests {
     fn hint_words() {
         assert_eq!(parse_hint("permanent\n"), Ok(Some(Hint::Permanent)));
         assert_eq!(parse_hint(" transient "), Ok(Some(Hint::Transient)));
-        assert_eq!(parse_hint("retry-after=1.5s"), Ok(Some(Hint::RetryAfter(Duration::from_millis(1500)))));
-        assert_eq!(parse_hint("retry-after=3"), Ok(Some(Hint::RetryAfter(Duration::from_secs(3)))));
+        assert_eq!(
+            parse_hint("retry-after=1.5s"),
+            Ok(Some(Hint::RetryAfter(Duration::from_millis(1500))))
+        );
+        assert_eq!(
+            parse_hint("retry-after=3"),
+            Ok(Some(Hint::RetryAfter(Duration::from_secs(3))))
+        );
         assert_eq!(parse_hint(""), Ok(None));
         assert!(parse_hint("maybe").is_err());
         assert!(parse_hint("retry-after=soon").is_err());
@@ -62,12 +68,24 @@ mod tests {
     #[test]
     fn retry_after_seconds_and_http_dates() {
         let now = httpdate::parse_http_date("Tue, 01 Dec 2026 10:00:00 GMT").unwrap();
-        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(parse_retry_after(" 5 ", now), Some(Duration::from_secs(5)));
-        assert_eq!(parse_retry_after("Tue, 01 Dec 2026 10:00:30 GMT", now), Some(Duration::from_secs(30)));
-        assert_eq!(parse_retry_after("Tue, 01 Dec 2026 09:00:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Tue, 01 Dec 2026 10:00:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Tue, 01 Dec 2026 09:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-5", now), None);
-        assert_eq!(parse_retry_after("99999999999999999999999", now), Some(crate::values::MAX_DURATION));
+        assert_eq!(
+            parse_retry_after("99999999999999999999999", now),
+            Some(crate::values::MAX_DURATION)
+        );
     }
 }

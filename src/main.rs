@@ -8,7 +8,9 @@ mod cli;
 mod config;
 mod exit;
 mod explain;
+mod generate;
 mod hint;
+mod metrics;
 mod output;
 mod preset;
 mod report;
@@ -40,7 +42,9 @@ fn run() -> ExitStatus {
         Ok(cli) => cli,
         Err(err) => {
             return match err.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                     let _ = write!(std::io::stdout(), "{}", err.render());
                     ExitStatus::SUCCESS
                 }
@@ -57,6 +61,16 @@ fn run() -> ExitStatus {
         Ok(config) => config,
         Err(err) => return usage_error(&err.0),
     };
+    if let Some(kind) = config.generate {
+        let mut out = Vec::new();
+        return match generate::generate(kind, &mut out) {
+            Ok(()) => {
+                let _ = std::io::stdout().write_all(&out);
+                ExitStatus::SUCCESS
+            }
+            Err(err) => usage_error(&format!("--generate: {err}")),
+        };
+    }
     if config.explain {
         let _ = std::io::stdout().write_all(explain::render(&config).as_bytes());
         return ExitStatus::SUCCESS;
@@ -74,7 +88,15 @@ fn run() -> ExitStatus {
     };
     child::adopt_orphans();
     match runner::run(&config, &signals, &mut reporter) {
-        Ok(summary) => summary.status,
+        Ok(summary) => {
+            if let Some((path, name)) = &config.metrics {
+                let text = metrics::render(name, &summary, std::time::SystemTime::now());
+                if let Err(err) = metrics::write_atomically(path, &text) {
+                    reporter.error(&format!("{err:#}"));
+                }
+            }
+            summary.status
+        }
         Err(err) => {
             reporter.error(&format!("{err:#}"));
             ExitStatus::USAGE

@@ -56,16 +56,23 @@ const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
 
 impl PatternSet {
     pub fn new(patterns: Vec<Pattern>, want_retry_after: bool) -> anyhow::Result<PatternSet> {
-        let mut sources: Vec<String> = patterns.iter().map(|p| p.regex.as_str().to_string()).collect();
+        let mut sources: Vec<String> = patterns
+            .iter()
+            .map(|p| p.regex.as_str().to_string())
+            .collect();
         let retry_after = want_retry_after.then(|| {
             sources.push(RETRY_AFTER.to_string());
             sources.len() - 1
         });
         let build = |sources: &[String]| {
-            RegexSetBuilder::new(sources).size_limit(64 * 1024 * 1024).build()
+            RegexSetBuilder::new(sources)
+                .size_limit(64 * 1024 * 1024)
+                .build()
         };
         let per_line = build(&sources)?;
-        let anchored = sources.iter().any(|s| s.contains("\\A") || s.contains("\\z") || s.contains("(?-"));
+        let anchored = sources
+            .iter()
+            .any(|s| s.contains("\\A") || s.contains("\\z") || s.contains("(?-"));
         let per_block = if anchored {
             None
         } else {
@@ -173,10 +180,10 @@ impl<'a> Scanner<'a> {
     }
 
     fn scan_block(&mut self, block: &[u8]) {
-        if let Some(per_block) = &self.set.per_block {
-            if !per_block.is_match(block) {
-                return;
-            }
+        if let Some(per_block) = &self.set.per_block
+            && !per_block.is_match(block)
+        {
+            return;
         }
         for line in block.split(|&b| is_line_end(b)) {
             self.scan_line(&line[..line.len().min(LINE_WINDOW)]);
@@ -186,8 +193,14 @@ impl<'a> Scanner<'a> {
     fn scan_line(&mut self, line: &[u8]) {
         for index in self.set.per_line.matches(line).iter() {
             if Some(index) == self.set.retry_after {
-                if let Some(value) = self.set.retry_after_value.captures(line).and_then(|c| c.get(1)) {
-                    self.result.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+                if let Some(value) = self
+                    .set
+                    .retry_after_value
+                    .captures(line)
+                    .and_then(|c| c.get(1))
+                {
+                    self.result.retry_after =
+                        Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
                 }
             } else {
                 self.result.matched[index] = true;
@@ -216,7 +229,12 @@ pub struct PumpReport {
 
 /// Copy `source` to `destination` until end of file or until `cancel`
 /// becomes readable (its write end closed), scanning on the way.
-pub fn pump(source: OwnedFd, mut destination: Destination<'_>, patterns: Option<&PatternSet>, cancel: BorrowedFd<'_>) -> PumpReport {
+pub fn pump(
+    source: OwnedFd,
+    mut destination: Destination<'_>,
+    patterns: Option<&PatternSet>,
+    cancel: BorrowedFd<'_>,
+) -> PumpReport {
     let mut scanner = patterns.map(Scanner::new);
     let mut report = PumpReport::default();
     let mut buffer = vec![0u8; CHUNK];
@@ -324,7 +342,10 @@ mod tests {
             let result = scan_in_chunks(&set, input, chunk);
             assert_eq!(result.matched, [true, false], "chunk size {chunk}");
         }
-        assert_eq!(scan_in_chunks(&set, b"fatal: di", 4).matched, [false, false]);
+        assert_eq!(
+            scan_in_chunks(&set, b"fatal: di", 4).matched,
+            [false, false]
+        );
     }
 
     #[test]

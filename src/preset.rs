@@ -57,6 +57,8 @@ mod tests {
             let line = format!("curl: (22) The requested URL returned error: {status}");
             assert!(!regex.is_match(line.as_bytes()), "{status}");
         }
-        assert!(regex.is_match(b"curl: (22) The requested URL returned error: 503 Service Unavailable"));
+        assert!(
+            regex.is_match(b"curl: (22) The requested URL returned error: 503 Service Unavailable")
+        );
     }
 }

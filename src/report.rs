@@ -108,7 +108,8 @@ pub fn human(duration: Duration) -> String {
         let text = format!("{:.1}s", duration.as_secs_f64());
         text.replace(".0s", "s")
     } else {
-        humantime::format_duration(Duration::from_secs(duration.as_secs_f64().round() as u64)).to_string()
+        humantime::format_duration(Duration::from_secs(duration.as_secs_f64().round() as u64))
+            .to_string()
     }
 }
 
@@ -131,7 +132,9 @@ impl Reporter {
                     .create(true)
                     .append(true)
                     .open(path)
-                    .with_context(|| format!("--log-file {}: cannot open for appending", path.display()))?,
+                    .with_context(|| {
+                        format!("--log-file {}: cannot open for appending", path.display())
+                    })?,
             ),
             None => Sink::Stderr,
         };
@@ -222,7 +225,10 @@ impl Reporter {
         if self.json {
             self.event(json!({"event": "start", "attempt": attempt, "max_attempts": max_attempts}));
         } else {
-            self.say("2", &format!("attempt {}: {command}", of_attempts(attempt, max_attempts)));
+            self.say(
+                "2",
+                &format!("attempt {}: {command}", of_attempts(attempt, max_attempts)),
+            );
         }
     }
 
@@ -252,7 +258,14 @@ impl Reporter {
         }
         if record.outcome == Class::Success {
             if self.verbosity == Verbosity::Verbose {
-                self.say("32", &format!("attempt {} succeeded in {}", of_attempts(record.attempt, record.max_attempts), human(record.duration)));
+                self.say(
+                    "32",
+                    &format!(
+                        "attempt {} succeeded in {}",
+                        of_attempts(record.attempt, record.max_attempts),
+                        human(record.duration)
+                    ),
+                );
             }
             return;
         }
@@ -285,7 +298,14 @@ impl Reporter {
                 "source": sleep.source.as_str(),
             }));
         } else if self.verbosity == Verbosity::Verbose {
-            self.say("2", &format!("sleeping {} ({}) before the first attempt", human(sleep.delay), sleep.source.as_str()));
+            self.say(
+                "2",
+                &format!(
+                    "sleeping {} ({}) before the first attempt",
+                    human(sleep.delay),
+                    sleep.source.as_str()
+                ),
+            );
         }
     }
 
@@ -306,16 +326,26 @@ impl Reporter {
             return;
         }
         let elapsed = human(record.elapsed);
-        let plural = if record.attempts == 1 { "attempt" } else { "attempts" };
+        let plural = if record.attempts == 1 {
+            "attempt"
+        } else {
+            "attempts"
+        };
         match record.outcome {
             RunOutcome::Success => {
                 if record.attempts > 1 || self.verbosity == Verbosity::Verbose {
-                    let line = format!("succeeded on attempt {} after {elapsed}", of_attempts(record.attempts, record.max_attempts));
+                    let line = format!(
+                        "succeeded on attempt {} after {elapsed}",
+                        of_attempts(record.attempts, record.max_attempts)
+                    );
                     self.say("32", &line);
                 }
             }
             RunOutcome::Interrupted => {
-                let line = format!("{} after {} {plural} in {elapsed}", record.detail, record.attempts);
+                let line = format!(
+                    "{} after {} {plural} in {elapsed}",
+                    record.detail, record.attempts
+                );
                 self.say("1;31", &line);
             }
             RunOutcome::CircuitOpen => self.say("1;31", &record.detail.clone()),
@@ -325,7 +355,10 @@ impl Reporter {
                     RunOutcome::Deadline => "--max-time reached, ",
                     _ => "",
                 };
-                let line = format!("gave up after {} {plural} in {elapsed}: {why}{}", record.attempts, record.detail);
+                let line = format!(
+                    "gave up after {} {plural} in {elapsed}: {why}{}",
+                    record.attempts, record.detail
+                );
                 self.say("1;31", &line);
             }
         }

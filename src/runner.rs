@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
-use rand::rngs::SmallRng;
 use rand::RngExt;
+use rand::rngs::SmallRng;
 
-use crate::attempt::{self, AttemptSpec, OutputPlan, Outcome, own_fd};
+use crate::attempt::{self, AttemptSpec, Outcome, OutputPlan, own_fd};
 use crate::backoff::Sleep;
 use crate::child::{ChildIo, Finished, Launch};
 use crate::classify::{self, Class, Ending, ExitRules, Observation, OutputMatch};
@@ -37,7 +37,11 @@ pub struct RunSummary {
 /// The status an attempt leaves behind if it is the last one.
 fn attempt_status(finished: &Finished) -> ExitStatus {
     if finished.timed_out {
-        return if finished.killed { ExitStatus::KILLED } else { ExitStatus::TIMED_OUT };
+        return if finished.killed {
+            ExitStatus::KILLED
+        } else {
+            ExitStatus::TIMED_OUT
+        };
     }
     match &finished.ending {
         Ending::Exited(code) => ExitStatus::from_code(*code),
@@ -48,7 +52,9 @@ fn attempt_status(finished: &Finished) -> ExitStatus {
 
 fn describe_status(finished: &Finished) -> String {
     match (&finished.ending, attempt_status(finished)) {
-        (Ending::NotStarted { message, .. }, status) => format!("{message} (exit {})", status.as_number()),
+        (Ending::NotStarted { message, .. }, status) => {
+            format!("{message} (exit {})", status.as_number())
+        }
         (_, ExitStatus::Signal(signal)) => format!("killed by {}", classify::signal_name(signal)),
         (_, status) if finished.timed_out => format!("timed out (exit {})", status.as_number()),
         (_, status) => format!("exit {}", status.as_number()),
@@ -79,11 +85,19 @@ fn stdout_is_stderr() -> bool {
 }
 
 fn display_command(command: &[OsString]) -> String {
-    command.iter().map(|arg| arg.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    command
+        .iter()
+        .map(|arg| arg.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Which pattern of each rule set matched, for `classify`.
-fn output_matches(patterns: Option<&PatternSet>, scan: &ScanResult, rule_sets: usize) -> Vec<OutputMatch> {
+fn output_matches(
+    patterns: Option<&PatternSet>,
+    scan: &ScanResult,
+    rule_sets: usize,
+) -> Vec<OutputMatch> {
     let mut matches = vec![OutputMatch::default(); rule_sets];
     let Some(set) = patterns else { return matches };
     for (pattern, matched) in set.patterns.iter().zip(&scan.matched) {
@@ -104,7 +118,9 @@ pub fn describe_policy(config: &Config) -> String {
     let policy = &config.policy;
     let mut text = format!(
         "policy: {} attempts; delay {}, x{} per retry, cap {}, {} jitter",
-        config.attempts.map_or("unlimited".to_string(), |n| n.to_string()),
+        config
+            .attempts
+            .map_or("unlimited".to_string(), |n| n.to_string()),
         crate::report::human(policy.delay),
         policy.multiplier,
         crate::report::human(policy.cap),
@@ -165,7 +181,10 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
     let patterns = if config.patterns.is_empty() && !config.retry_after {
         None
     } else {
-        Some(PatternSet::new(config.patterns.clone(), config.retry_after).context("compiling the output patterns")?)
+        Some(
+            PatternSet::new(config.patterns.clone(), config.retry_after)
+                .context("compiling the output patterns")?,
+        )
     };
     let stdout_spool = if config.buffer_stdout {
         Some(tempfile::tempfile().context("creating the --buffer-stdout spool")?)
@@ -189,9 +208,14 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
         attempts: 0,
     };
     run.reporter.policy(&describe_policy(config));
+    if let Some(warning) = nested_warning(config.attempts) {
+        run.reporter.warning("nested", &warning);
+    }
 
     if !config.splay.is_zero() {
-        let delay = Duration::from_nanos(rng.random_range(0..config.splay.as_nanos().min(u64::MAX as u128) as u64));
+        let delay = Duration::from_nanos(
+            rng.random_range(0..config.splay.as_nanos().min(u64::MAX as u128) as u64),
+        );
         run.reporter.sleep(&SleepRecord {
             attempt: 0,
             delay,
@@ -218,8 +242,12 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
         if let Some(spool) = &stdout_spool {
             truncate(spool)?;
         }
-        run.reporter.attempt_start(attempt, config.attempts, &command_text);
-        let attempt_deadline = [config.timeout.map(|t| Instant::now() + t), run.deadline].into_iter().flatten().min();
+        run.reporter
+            .attempt_start(attempt, config.attempts, &command_text);
+        let attempt_deadline = [config.timeout.map(|t| Instant::now() + t), run.deadline]
+            .into_iter()
+            .flatten()
+            .min();
         let env = child_env(attempt, config.attempts, &run_id, previous_exit, &hint_path);
         let spec = AttemptSpec {
             launch: Launch {
@@ -265,7 +293,11 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
         };
 
         if let Some(signal) = finished.interrupted {
-            record.outcome = if verdict.class == Class::Success { Class::Success } else { Class::Permanent };
+            record.outcome = if verdict.class == Class::Success {
+                Class::Success
+            } else {
+                Class::Permanent
+            };
             run.reporter.attempt(&record, None);
             return Ok(run.interrupted(signal));
         }
@@ -294,12 +326,18 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
             return Ok(run.done(RunOutcome::Exhausted, status, describe_status(finished)));
         }
 
-        let (sleep, source) = next_sleep(hint, config.retry_after, &outcome.scan, || backoff.next(&mut rng));
+        let (sleep, source) = next_sleep(hint, config.retry_after, &outcome.scan, || {
+            backoff.next(&mut rng)
+        });
         let wake = Instant::now() + sleep.delay;
         if run.deadline.is_some_and(|deadline| wake >= deadline) {
             run.reporter.attempt(&record, None);
             emit_spool(stdout_spool.as_ref());
-            let detail = format!("the next sleep ({}) would end past it; {}", crate::report::human(sleep.delay), describe_status(finished));
+            let detail = format!(
+                "the next sleep ({}) would end past it; {}",
+                crate::report::human(sleep.delay),
+                describe_status(finished)
+            );
             return Ok(run.done(RunOutcome::Deadline, status, detail));
         }
         run.reporter.attempt(
@@ -317,7 +355,30 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
     }
 }
 
-fn judge(outcome: &Outcome, hint: Option<classify::Hint>, rules: &[ExitRules], patterns: Option<&PatternSet>) -> classify::Verdict {
+/// Retries layered on retries multiply: say so once, with the numbers.
+fn nested_warning(inner: Option<u64>) -> Option<String> {
+    let outer_attempt = std::env::var("RETRY_ATTEMPT").ok()?;
+    let outer = std::env::var("RETRY_MAX_ATTEMPTS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let show = |limit: Option<u64>| limit.map_or("unlimited".to_string(), |n| n.to_string());
+    let product = match (outer, inner) {
+        (Some(a), Some(b)) => a.saturating_mul(b).to_string(),
+        _ => "unlimited".to_string(),
+    };
+    Some(format!(
+        "running inside another retry (its attempt {outer_attempt}): retries multiply, {} outer x {} inner = {product} runs of the command at most",
+        show(outer),
+        show(inner)
+    ))
+}
+
+fn judge(
+    outcome: &Outcome,
+    hint: Option<classify::Hint>,
+    rules: &[ExitRules],
+    patterns: Option<&PatternSet>,
+) -> classify::Verdict {
     let observation = Observation {
         ending: outcome.finished.ending.clone(),
         timed_out: outcome.finished.timed_out,
@@ -329,14 +390,21 @@ fn judge(outcome: &Outcome, hint: Option<classify::Hint>, rules: &[ExitRules], p
     // attempt would have nowhere to write either.
     if outcome.downstream_closed && verdict.class == Class::Transient {
         verdict.class = Class::Permanent;
-        verdict.reason.push_str("; the reader of the output went away");
+        verdict
+            .reason
+            .push_str("; the reader of the output went away");
     }
     verdict
 }
 
 /// A hint's retry-after, else a Retry-After header (when asked for), else
 /// the backoff. The first two are not clamped by `--cap`: the server knows.
-fn next_sleep(hint: Option<classify::Hint>, use_header: bool, scan: &ScanResult, backoff: impl FnOnce() -> Sleep) -> (Sleep, SleepSource) {
+fn next_sleep(
+    hint: Option<classify::Hint>,
+    use_header: bool,
+    scan: &ScanResult,
+    backoff: impl FnOnce() -> Sleep,
+) -> (Sleep, SleepSource) {
     let told = match hint {
         Some(classify::Hint::RetryAfter(delay)) => Some(delay),
         _ if use_header => scan
@@ -346,17 +414,35 @@ fn next_sleep(hint: Option<classify::Hint>, use_header: bool, scan: &ScanResult,
         _ => None,
     };
     match told {
-        Some(delay) => (Sleep { delay, ceiling: delay }, SleepSource::RetryAfter),
+        Some(delay) => (
+            Sleep {
+                delay,
+                ceiling: delay,
+            },
+            SleepSource::RetryAfter,
+        ),
         None => (backoff(), SleepSource::Backoff),
     }
 }
 
-fn child_env(attempt: u64, max: Option<u64>, run_id: &str, previous: Option<i32>, hint: &Path) -> Vec<(&'static str, OsString)> {
+fn child_env(
+    attempt: u64,
+    max: Option<u64>,
+    run_id: &str,
+    previous: Option<i32>,
+    hint: &Path,
+) -> Vec<(&'static str, OsString)> {
     vec![
         ("RETRY_ATTEMPT", attempt.to_string().into()),
-        ("RETRY_MAX_ATTEMPTS", max.map(|n| n.to_string()).unwrap_or_default().into()),
+        (
+            "RETRY_MAX_ATTEMPTS",
+            max.map(|n| n.to_string()).unwrap_or_default().into(),
+        ),
         ("RETRY_RUN_ID", run_id.into()),
-        ("RETRY_PREVIOUS_EXIT", previous.map(|c| c.to_string()).unwrap_or_default().into()),
+        (
+            "RETRY_PREVIOUS_EXIT",
+            previous.map(|c| c.to_string()).unwrap_or_default().into(),
+        ),
         ("RETRY_HINT_FILE", hint.as_os_str().to_owned()),
     ]
 }
@@ -376,7 +462,9 @@ fn read_hint(path: &PathBuf, reporter: &mut Reporter) -> Option<classify::Hint> 
 fn truncate(spool: &File) -> Result<()> {
     spool.set_len(0).context("resetting the stdout spool")?;
     let mut handle = spool;
-    handle.seek(SeekFrom::Start(0)).context("resetting the stdout spool")?;
+    handle
+        .seek(SeekFrom::Start(0))
+        .context("resetting the stdout spool")?;
     Ok(())
 }
 
@@ -391,4 +479,3 @@ fn emit_spool(spool: Option<&File>) {
     let _ = std::io::copy(&mut handle, &mut out);
     let _ = std::io::Write::flush(&mut out);
 }
-

@@ -47,7 +47,8 @@ fn is_ignored(signal: i32) -> bool {
     // SAFETY: querying a disposition (null new action) changes nothing.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
     }
 }
 
@@ -63,10 +64,12 @@ pub fn install() -> Result<SignalEvents> {
         // A parent may hand us a blocked mask; blocked, these never arrive.
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for signal in TERMINATING
-            .into_iter()
-            .chain([libc::SIGCHLD, libc::SIGALRM, libc::SIGTSTP, libc::SIGCONT])
-        {
+        for signal in TERMINATING.into_iter().chain([
+            libc::SIGCHLD,
+            libc::SIGALRM,
+            libc::SIGTSTP,
+            libc::SIGCONT,
+        ]) {
             libc::sigaddset(&mut set, signal);
         }
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
@@ -78,10 +81,14 @@ pub fn install() -> Result<SignalEvents> {
     };
     // nohup and `trap '' INT`: what the caller ignores stays ignored, for us
     // and (by inheritance across exec) for the child.
-    let mut handled: Vec<i32> = TERMINATING.into_iter().filter(|&s| !is_ignored(s)).collect();
+    let mut handled: Vec<i32> = TERMINATING
+        .into_iter()
+        .filter(|&s| !is_ignored(s))
+        .collect();
     handled.push(libc::SIGCHLD);
 
-    let mut signals = SignalsInfo::<WithOrigin>::new(&handled).context("installing signal handlers")?;
+    let mut signals =
+        SignalsInfo::<WithOrigin>::new(&handled).context("installing signal handlers")?;
     // SAFETY: setting dispositions of job-control signals for this process.
     unsafe {
         // Our own messages to a terminal, when we are in the background,

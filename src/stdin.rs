@@ -32,7 +32,9 @@ pub enum StdinSource {
     Inherit,
     Null,
     /// A regular file: seek back to `offset` before every attempt.
-    Rewind { offset: u64 },
+    Rewind {
+        offset: u64,
+    },
     /// A pipe or socket under `auto`: inherited; warn from the 2nd attempt.
     SharedPipe,
     Replay(Spool),
@@ -77,7 +79,8 @@ impl StdinSource {
             },
             FileType::Fifo | FileType::Socket => {
                 if mode == StdinMode::Replay {
-                    let file = tempfile::tempfile().context("creating the stdin spool for --stdin replay")?;
+                    let file = tempfile::tempfile()
+                        .context("creating the stdin spool for --stdin replay")?;
                     Ok(StdinSource::Replay(Spool {
                         file,
                         length: 0,
@@ -124,7 +127,10 @@ impl StdinSource {
                 rustix::fs::fcntl_setfl(&writer, flags | OFlags::NONBLOCK)?;
                 AttemptStdin {
                     io: ChildIo::Fd(reader),
-                    feeder: Some(Feeder { spool, pipe: writer }),
+                    feeder: Some(Feeder {
+                        spool,
+                        pipe: writer,
+                    }),
                 }
             }
         })
@@ -134,7 +140,10 @@ impl StdinSource {
 /// The writer is gone and nothing is left in the pipe.
 fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
     let mut fds = [rustix::event::PollFd::new(&fd, PollFlags::IN)];
-    let zero = rustix::event::Timespec { tv_sec: 0, tv_nsec: 0 };
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     match rustix::event::poll(&mut fds, Some(&zero)) {
         Ok(_) => {
             let ready = fds[0].revents();
@@ -154,7 +163,10 @@ impl Feeder<'_> {
         let mut offset = 0;
         while offset < spool.length {
             let want = CHUNK.min((spool.length - offset) as usize);
-            let count = spool.file.read_at(&mut buffer[..want], offset).context("reading the stdin spool")?;
+            let count = spool
+                .file
+                .read_at(&mut buffer[..want], offset)
+                .context("reading the stdin spool")?;
             if count == 0 {
                 break;
             }
@@ -179,7 +191,10 @@ impl Feeder<'_> {
             }
             // Spool first: whatever the child does not take, the next
             // attempt still gets.
-            spool.file.write_all(&buffer[..count]).context("writing the stdin spool")?;
+            spool
+                .file
+                .write_all(&buffer[..count])
+                .context("writing the stdin spool")?;
             spool.length += count as u64;
             if !send(&pipe, &buffer[..count], cancel) {
                 return Ok(());

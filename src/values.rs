@@ -55,9 +55,8 @@ fn check_range(duration: Duration) -> Result<Duration, String> {
 /// `1.5s`, `0.25m`, `1.5h 30s`: humantime rejects fractions, so split the
 /// text into number-unit pairs and let humantime value each unit.
 fn decimal_with_units(text: &str) -> Result<f64, String> {
-    let invalid = || {
-        "expected a duration such as 250ms, 1.5s, 2m, 1h 30m or a number of seconds".to_string()
-    };
+    let invalid =
+        || "expected a duration such as 250ms, 1.5s, 2m, 1h 30m or a number of seconds".to_string();
     let mut total = 0.0;
     let mut rest = text.trim_start();
     if rest.is_empty() {
@@ -75,8 +74,8 @@ fn decimal_with_units(text: &str) -> Result<f64, String> {
         if unit_len == 0 {
             return Err(invalid());
         }
-        let unit = humantime::parse_duration(&format!("1{}", &rest[..unit_len]))
-            .map_err(|_| invalid())?;
+        let unit =
+            humantime::parse_duration(&format!("1{}", &rest[..unit_len])).map_err(|_| invalid())?;
         total += number * unit.as_secs_f64();
         rest = rest[unit_len..].trim_start();
     }
@@ -259,8 +258,19 @@ mod tests {
     #[test]
     fn malformed_and_out_of_range_durations_are_rejected() {
         for bad in [
-            "", "xyz", "-1", "-1s", "nan", "NaN", "inf", "1e30", "200y", "5 parsecs", "1.2.3s",
-            "s", "9223372036854775808d",
+            "",
+            "xyz",
+            "-1",
+            "-1s",
+            "nan",
+            "NaN",
+            "inf",
+            "1e30",
+            "200y",
+            "5 parsecs",
+            "1.2.3s",
+            "s",
+            "9223372036854775808d",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
         }

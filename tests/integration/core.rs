@@ -16,7 +16,9 @@ fn a_command_that_fails_twice_succeeds_on_the_third_attempt() {
         .arg(&flaky)
         .assert()
         .success()
-        .stderr(predicate::str::contains("attempt 1/5 failed: exit code 7 (transient); retrying in"))
+        .stderr(predicate::str::contains(
+            "attempt 1/5 failed: exit code 7 (transient); retrying in",
+        ))
         .stderr(predicate::str::contains("succeeded on attempt 3/5 after"));
     assert_eq!(runs(dir.path()), 3);
 }
@@ -31,7 +33,7 @@ fn the_final_attempts_exit_code_is_passed_through() {
             .arg(&flaky)
             .assert()
             .code(code)
-            .stderr(predicate::str::contains(format!("gave up after 2 attempts in")))
+            .stderr(predicate::str::contains("gave up after 2 attempts in"))
             .stderr(predicate::str::contains(format!(": exit {code}")));
         assert_eq!(runs(dir.path()), 2);
     }
@@ -69,7 +71,12 @@ fn a_command_that_is_not_executable_is_126_without_retrying() {
 fn a_bad_interpreter_is_127() {
     let dir = scratch();
     let bad = script(dir.path(), "bad", "#!/nonexistent/interp\n");
-    retry().args(["-d", "5s", "--"]).arg(&bad).assert().code(127).stderr(predicate::str::contains("bad interpreter"));
+    retry()
+        .args(["-d", "5s", "--"])
+        .arg(&bad)
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains("bad interpreter"));
 }
 
 #[test]
@@ -111,7 +118,9 @@ fn every_usage_error_is_125_names_the_flag_and_runs_nothing() {
             .args(["--", "sh", "-c", &touch])
             .assert()
             .code(125)
-            .stderr(predicate::str::contains(*flag).and(predicate::str::starts_with("retry: error:")));
+            .stderr(
+                predicate::str::contains(*flag).and(predicate::str::starts_with("retry: error:")),
+            );
         assert!(!marker.exists(), "{args:?} ran the command");
     }
     // No command at all.
@@ -120,15 +129,26 @@ fn every_usage_error_is_125_names_the_flag_and_runs_nothing() {
 
 #[test]
 fn help_and_version_exit_zero_on_stdout() {
-    retry().arg("--help").assert().success().stdout(predicate::str::contains("Backoff:")).stdout(predicate::str::contains("Limits:"));
-    retry().arg("--version").assert().success().stdout(predicate::str::starts_with("retry "));
+    retry()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Backoff:"))
+        .stdout(predicate::str::contains("Limits:"));
+    retry()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("retry "));
 }
 
 #[test]
 fn help_into_a_closed_pipe_does_not_panic() {
     let output = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("'{BIN}' --help | head -1; echo \"status=${{PIPESTATUS:-x}}\""))
+        .arg(format!(
+            "'{BIN}' --help | head -1; echo \"status=${{PIPESTATUS:-x}}\""
+        ))
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
@@ -136,8 +156,13 @@ fn help_into_a_closed_pipe_does_not_panic() {
 
 #[test]
 fn every_duration_form_is_accepted() {
-    for value in ["250ms", "1s", "2m", "1h 30m", "1min", "1.5s", "0.25m", "0.5", "3"] {
-        retry().args(["--timeout", value, "--", "true"]).assert().success();
+    for value in [
+        "250ms", "1s", "2m", "1h 30m", "1min", "1.5s", "0.25m", "0.5", "3",
+    ] {
+        retry()
+            .args(["--timeout", value, "--", "true"])
+            .assert()
+            .success();
     }
 }
 
@@ -149,25 +174,47 @@ fn the_child_gets_its_attempt_number_limit_run_id_and_previous_exit() {
         "echo \"$RETRY_ATTEMPT|$RETRY_MAX_ATTEMPTS|$RETRY_RUN_ID|$RETRY_PREVIOUS_EXIT\" >> '{}'; [ $RETRY_ATTEMPT -ge 3 ] || exit 4",
         log.display()
     );
-    retry().args(["-n", "4", "-d", "1ms", "--", "sh", "-c", &body]).assert().success();
+    retry()
+        .args(["-n", "4", "-d", "1ms", "--", "sh", "-c", &body])
+        .assert()
+        .success();
     let text = std::fs::read_to_string(&log).unwrap();
     let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('|').collect()).collect();
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0][0], "1");
     assert_eq!(rows[2][0], "3");
     assert!(rows.iter().all(|r| r[1] == "4"));
-    assert!(rows[0][2].len() >= 16 && rows.iter().all(|r| r[2] == rows[0][2]), "one run id for every attempt");
+    assert!(
+        rows[0][2].len() >= 16 && rows.iter().all(|r| r[2] == rows[0][2]),
+        "one run id for every attempt"
+    );
     assert_eq!(rows[0][3], "");
     assert_eq!(rows[1][3], "4");
 
     // Unlimited attempts: an empty limit.
-    let out = retry().args(["--max-time", "5s", "--", "sh", "-c", "printf '[%s]' \"$RETRY_MAX_ATTEMPTS\""]).output().unwrap();
+    let out = retry()
+        .args([
+            "--max-time",
+            "5s",
+            "--",
+            "sh",
+            "-c",
+            "printf '[%s]' \"$RETRY_MAX_ATTEMPTS\"",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "[]");
 }
 
 #[test]
 fn two_runs_get_different_run_ids() {
-    let id = || retry().args(["--", "sh", "-c", "printf %s \"$RETRY_RUN_ID\""]).output().unwrap().stdout;
+    let id = || {
+        retry()
+            .args(["--", "sh", "-c", "printf %s \"$RETRY_RUN_ID\""])
+            .output()
+            .unwrap()
+            .stdout
+    };
     assert_ne!(id(), id());
 }
 
@@ -192,7 +239,12 @@ fn unsafe_non_utf8() -> &'static std::ffi::OsStr {
 fn stop_on_exit_ends_the_run_at_once() {
     let dir = scratch();
     let flaky = flaky(dir.path(), 100, 2);
-    retry().args(["-d", "1ms", "--stop-on-exit", "2,9"]).arg(&flaky).assert().code(2).stderr(predicate::str::contains("permanent"));
+    retry()
+        .args(["-d", "1ms", "--stop-on-exit", "2,9"])
+        .arg(&flaky)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("permanent"));
     assert_eq!(runs(dir.path()), 1);
 }
 
@@ -200,11 +252,19 @@ fn stop_on_exit_ends_the_run_at_once() {
 fn retry_on_exit_makes_other_codes_permanent() {
     let dir = scratch();
     let flaky = flaky(dir.path(), 100, 9);
-    retry().args(["-d", "1ms", "--retry-on-exit", "1-5,75"]).arg(&flaky).assert().code(9);
+    retry()
+        .args(["-d", "1ms", "--retry-on-exit", "1-5,75"])
+        .arg(&flaky)
+        .assert()
+        .code(9);
     assert_eq!(runs(dir.path()), 1);
     let dir = scratch();
     let flaky75 = crate::util::flaky(dir.path(), 100, 75);
-    retry().args(["-n", "3", "-d", "1ms", "--retry-on-exit", "1-5,75"]).arg(&flaky75).assert().code(75);
+    retry()
+        .args(["-n", "3", "-d", "1ms", "--retry-on-exit", "1-5,75"])
+        .arg(&flaky75)
+        .assert()
+        .code(75);
     assert_eq!(runs(dir.path()), 3);
 }
 
@@ -212,11 +272,21 @@ fn retry_on_exit_makes_other_codes_permanent() {
 fn json_events_follow_the_contract_schema() {
     let dir = scratch();
     let flaky = flaky(dir.path(), 2, 7);
-    let out = retry().args(["-d", "1ms", "-c", "5ms", "--log-format", "json", "--"]).arg(&flaky).output().unwrap();
+    let out = retry()
+        .args(["-d", "1ms", "-c", "5ms", "--log-format", "json", "--"])
+        .arg(&flaky)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let events = json_events(&out.stderr);
-    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["attempt", "sleep", "attempt", "sleep", "attempt", "done"]);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["attempt", "sleep", "attempt", "sleep", "attempt", "done"]
+    );
     let first = &events[0];
     assert_eq!(first["attempt"], 1);
     assert_eq!(first["max_attempts"], 5);
@@ -241,14 +311,46 @@ fn json_events_follow_the_contract_schema() {
 
 #[test]
 fn json_reports_exhausted_and_permanent_runs() {
-    let out = retry().args(["-n", "2", "-d", "1ms", "--log-format", "json", "--", "sh", "-c", "exit 3"]).output().unwrap();
+    let out = retry()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--log-format",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
+        .output()
+        .unwrap();
     let events = json_events(&out.stderr);
     let done = events.last().unwrap();
     assert_eq!(done["outcome"], "exhausted");
     assert_eq!(done["exit_code"], 3);
-    let out = retry().args(["--stop-on-exit", "3", "--log-format", "json", "--", "sh", "-c", "exit 3"]).output().unwrap();
-    assert_eq!(json_events(&out.stderr).last().unwrap()["outcome"], "permanent");
-    let out = retry().args(["--log-format", "json", "--", "/nonexistent"]).output().unwrap();
+    let out = retry()
+        .args([
+            "--stop-on-exit",
+            "3",
+            "--log-format",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_events(&out.stderr).last().unwrap()["outcome"],
+        "permanent"
+    );
+    let out = retry()
+        .args(["--log-format", "json", "--", "/nonexistent"])
+        .output()
+        .unwrap();
     let events = json_events(&out.stderr);
     assert_eq!(events[0]["exit_code"], 127);
     assert_eq!(events.last().unwrap()["exit_code"], 127);
@@ -257,19 +359,53 @@ fn json_reports_exhausted_and_permanent_runs() {
 #[test]
 fn no_sleep_follows_the_last_attempt() {
     let started = Instant::now();
-    let out = retry().args(["-n", "2", "-d", "300ms", "-j", "none", "--log-format", "json", "--", "false"]).output().unwrap();
+    let out = retry()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "300ms",
+            "-j",
+            "none",
+            "--log-format",
+            "json",
+            "--",
+            "false",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let sleeps = json_events(&out.stderr).iter().filter(|e| e["event"] == "sleep").count();
+    let sleeps = json_events(&out.stderr)
+        .iter()
+        .filter(|e| e["event"] == "sleep")
+        .count();
     assert_eq!(sleeps, 1);
     // One 300 ms sleep, not two.
-    assert!(started.elapsed() < Duration::from_millis(590), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(590),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
 fn max_time_alone_means_unlimited_attempts_and_no_sleep_past_it() {
     let started = Instant::now();
     let out = retry()
-        .args(["--max-time", "700ms", "-d", "50ms", "-c", "100ms", "-j", "none", "--log-format", "json", "--", "false"])
+        .args([
+            "--max-time",
+            "700ms",
+            "-d",
+            "50ms",
+            "-c",
+            "100ms",
+            "-j",
+            "none",
+            "--log-format",
+            "json",
+            "--",
+            "false",
+        ])
         .output()
         .unwrap();
     let elapsed = started.elapsed();
@@ -278,8 +414,16 @@ fn max_time_alone_means_unlimited_attempts_and_no_sleep_past_it() {
     let done = events.last().unwrap();
     assert_eq!(done["outcome"], "deadline");
     let attempts = done["attempts"].as_u64().unwrap();
-    assert!(attempts > 5, "only {attempts} attempts: --max-time alone must not stop at 5");
-    assert!(events.iter().filter(|e| e["event"] == "attempt").all(|e| e["max_attempts"].is_null()));
+    assert!(
+        attempts > 5,
+        "only {attempts} attempts: --max-time alone must not stop at 5"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "attempt")
+            .all(|e| e["max_attempts"].is_null())
+    );
     // Gave up before the budget ran out rather than sleep past it.
     assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
     assert!(done["elapsed_ms"].as_u64().unwrap() < 700);
@@ -299,16 +443,25 @@ fn a_sleep_that_would_pass_max_time_is_not_started() {
 #[test]
 fn a_thousand_attempts_with_multiplier_10_do_not_overflow() {
     retry()
-        .args(["-n", "1000", "-d", "0", "-m", "10", "-c", "1ms", "-q", "--", "false"])
+        .args([
+            "-n", "1000", "-d", "0", "-m", "10", "-c", "1ms", "-q", "--", "false",
+        ])
         .timeout(Duration::from_secs(120))
         .assert()
         .code(1);
-    retry().args(["--explain", "-n", "10000", "-m", "10"]).assert().success();
+    retry()
+        .args(["--explain", "-n", "10000", "-m", "10"])
+        .assert()
+        .success();
 }
 
 #[test]
 fn quiet_prints_nothing_and_verbose_prints_the_policy_and_each_start() {
-    retry().args(["-q", "-n", "2", "-d", "1ms", "--", "false"]).assert().code(1).stderr("");
+    retry()
+        .args(["-q", "-n", "2", "-d", "1ms", "--", "false"])
+        .assert()
+        .code(1)
+        .stderr("");
     retry()
         .args(["-v", "-n", "2", "-d", "1ms", "--", "false"])
         .assert()
@@ -322,7 +475,13 @@ fn log_file_receives_the_messages_and_appends() {
     let dir = scratch();
     let log = dir.path().join("retry.log");
     for _ in 0..2 {
-        retry().args(["-n", "2", "-d", "1ms", "--log-file"]).arg(&log).args(["--", "false"]).assert().code(1).stderr("");
+        retry()
+            .args(["-n", "2", "-d", "1ms", "--log-file"])
+            .arg(&log)
+            .args(["--", "false"])
+            .assert()
+            .code(1)
+            .stderr("");
     }
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(text.matches("gave up after 2 attempts").count(), 2);
@@ -330,7 +489,10 @@ fn log_file_receives_the_messages_and_appends() {
 
 #[test]
 fn splay_sleeps_before_the_first_attempt() {
-    let out = retry().args(["--splay", "50ms", "--log-format", "json", "--", "true"]).output().unwrap();
+    let out = retry()
+        .args(["--splay", "50ms", "--log-format", "json", "--", "true"])
+        .output()
+        .unwrap();
     let events = json_events(&out.stderr);
     assert_eq!(events[0]["event"], "sleep");
     assert_eq!(events[0]["source"], "splay");
@@ -343,11 +505,23 @@ fn explain_shows_the_seed_schedule_and_runs_nothing() {
     let dir = scratch();
     let marker = dir.path().join("ran");
     retry()
-        .args(["--explain", "--delay", "1s", "--cap", "30s", "--attempts", "5", "--", "touch"])
+        .args([
+            "--explain",
+            "--delay",
+            "1s",
+            "--cap",
+            "30s",
+            "--attempts",
+            "5",
+            "--",
+            "touch",
+        ])
         .arg(&marker)
         .assert()
         .success()
-        .stdout(predicate::str::contains("worst case 15s of sleep, mean 7.5s"))
+        .stdout(predicate::str::contains(
+            "worst case 15s of sleep, mean 7.5s",
+        ))
         .stdout(predicate::str::contains("ceiling"));
     assert!(!marker.exists());
 }
@@ -358,10 +532,14 @@ fn explain_shows_where_max_time_cuts_the_schedule() {
         .args(["--explain", "-d", "1s", "-j", "none", "--max-time", "10s"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("--max-time 10s ends the run before retry 4"));
+        .stdout(predicate::str::contains(
+            "--max-time 10s ends the run before retry 4",
+        ));
     retry()
         .args(["--explain", "-d", "1s", "--max-time", "1m"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("ends the run around here on average"));
+        .stdout(predicate::str::contains(
+            "ends the run around here on average",
+        ));
 }

@@ -16,7 +16,23 @@ fn a_retry_on_output_match_on_stderr_makes_a_failure_transient() {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; echo 'temporary glitch' >&2; exit 1";
     // Without the pattern, --retry-on-exit 2 would make exit 1 permanent.
-    retry().args(["-n", "3", "-d", "1ms", "--retry-on-exit", "2", "--retry-on-output", "glitch", "--", "sh", "-c", &body]).assert().code(1);
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--retry-on-exit",
+            "2",
+            "--retry-on-output",
+            "glitch",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .code(1);
     assert_eq!(lines(dir.path(), "attempts"), 3);
 }
 
@@ -25,7 +41,20 @@ fn a_stop_on_output_match_is_permanent_and_beats_retry_on_output() {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; echo 'fatal: busy disk' >&2; exit 1";
     retry()
-        .args(["-n", "3", "-d", "1ms", "--retry-on-output", "busy", "--stop-on-output", "^fatal:", "--", "sh", "-c", &body])
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--retry-on-output",
+            "busy",
+            "--stop-on-output",
+            "^fatal:",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("fatal: busy disk\n"))
@@ -37,18 +66,60 @@ fn a_stop_on_output_match_is_permanent_and_beats_retry_on_output() {
 fn stdout_is_scanned_only_with_scan_stdout() {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; echo fatal; exit 1";
-    retry().args(["-n", "3", "-d", "1ms", "--stop-on-output", "fatal", "--", "sh", "-c", &body]).assert().code(1).stdout("fatal\nfatal\nfatal\n");
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--stop-on-output",
+            "fatal",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .code(1)
+        .stdout("fatal\nfatal\nfatal\n");
     assert_eq!(lines(dir.path(), "attempts"), 3);
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; echo fatal; exit 1";
-    retry().args(["-n", "3", "-d", "1ms", "--scan-stdout", "--stop-on-output", "fatal", "--", "sh", "-c", &body]).assert().code(1).stdout("fatal\n");
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--scan-stdout",
+            "--stop-on-output",
+            "fatal",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .code(1)
+        .stdout("fatal\n");
     assert_eq!(lines(dir.path(), "attempts"), 1);
 }
 
 #[test]
 fn a_line_split_across_reads_still_matches() {
     retry()
-        .args(["-n", "3", "-d", "1ms", "--stop-on-output", "fatal error", "--", "sh", "-c", "printf 'fa' >&2; sleep 0.2; printf 'tal error\\n' >&2; exit 1"])
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--stop-on-output",
+            "fatal error",
+            "--",
+            "sh",
+            "-c",
+            "printf 'fa' >&2; sleep 0.2; printf 'tal error\\n' >&2; exit 1",
+        ])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("permanent"));
@@ -57,7 +128,18 @@ fn a_line_split_across_reads_still_matches() {
 #[test]
 fn a_match_after_a_very_long_line_is_found_and_the_bytes_pass_unchanged() {
     let out = retry()
-        .args(["-n", "3", "-d", "1ms", "--scan-stdout", "--stop-on-output", "^fatal$", "--", "sh", "-c"])
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--scan-stdout",
+            "--stop-on-output",
+            "^fatal$",
+            "--",
+            "sh",
+            "-c",
+        ])
         .arg("head -c 3000000 /dev/zero | tr '\\0' a; printf '\\nfatal\\n'; exit 1")
         .output()
         .unwrap();
@@ -82,7 +164,19 @@ fn binary_output_passes_through_byte_for_byte() {
     bytes.extend_from_slice(b"a\rb\0c\xff\n");
     std::fs::write(&data, &bytes).unwrap();
     let cat = format!("cat '{}'; cat '{}' >&2", data.display(), data.display());
-    let out = retry().args(["-q", "--scan-stdout", "--retry-on-output", r"(?-u)\xffnever", "--", "sh", "-c", &cat]).output().unwrap();
+    let out = retry()
+        .args([
+            "-q",
+            "--scan-stdout",
+            "--retry-on-output",
+            r"(?-u)\xffnever",
+            "--",
+            "sh",
+            "-c",
+            &cat,
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(out.stdout == bytes, "stdout differs");
     assert!(out.stderr == bytes, "stderr differs");
@@ -91,7 +185,18 @@ fn binary_output_passes_through_byte_for_byte() {
 #[test]
 fn non_utf8_bytes_can_be_matched() {
     let out = retry()
-        .args(["-n", "3", "-d", "1ms", "--stop-on-output", r"(?-u)c\xff", "--", "sh", "-c", "printf 'a\\rb\\0c\\377\\n' >&2; exit 1"])
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--stop-on-output",
+            r"(?-u)c\xff",
+            "--",
+            "sh",
+            "-c",
+            "printf 'a\\rb\\0c\\377\\n' >&2; exit 1",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -103,23 +208,53 @@ fn non_utf8_bytes_can_be_matched() {
 /// parent that waits for it alone.
 fn peak_rss_kib(args: &[&str]) -> u64 {
     let program = "import resource, subprocess, sys\nsubprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
-    let out = std::process::Command::new("python3").args(["-c", program, BIN]).args(args).output().unwrap();
+    let out = std::process::Command::new("python3")
+        .args(["-c", program, BIN])
+        .args(args)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
 #[test]
 fn memory_stays_bounded_while_hundreds_of_mib_stream_through() {
     // 200 MiB on both streams, and a 200 MiB line without a newline.
-    let both = peak_rss_kib(&["-q", "--scan-stdout", "--retry-on-output", "x", "--", "sh", "-c", "head -c 200M /dev/zero; head -c 200M /dev/zero >&2"]);
+    let both = peak_rss_kib(&[
+        "-q",
+        "--scan-stdout",
+        "--retry-on-output",
+        "x",
+        "--",
+        "sh",
+        "-c",
+        "head -c 200M /dev/zero; head -c 200M /dev/zero >&2",
+    ]);
     assert!(both < 32 * 1024, "peak RSS {both} KiB");
-    let line = peak_rss_kib(&["-q", "--retry-on-output", "x", "--", "sh", "-c", "head -c 200M /dev/zero | tr '\\0' a >&2"]);
+    let line = peak_rss_kib(&[
+        "-q",
+        "--retry-on-output",
+        "x",
+        "--",
+        "sh",
+        "-c",
+        "head -c 200M /dev/zero | tr '\\0' a >&2",
+    ]);
     assert!(line < 32 * 1024, "peak RSS {line} KiB");
 }
 
 #[test]
 fn both_streams_scanned_while_the_child_fills_both_do_not_deadlock() {
     let out = retry()
-        .args(["-q", "--scan-stdout", "--retry-on-output", "x", "--", "sh", "-c", "head -c 10M /dev/zero >&2; head -c 10M /dev/zero"])
+        .args([
+            "-q",
+            "--scan-stdout",
+            "--retry-on-output",
+            "x",
+            "--",
+            "sh",
+            "-c",
+            "head -c 10M /dev/zero >&2; head -c 10M /dev/zero",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -140,29 +275,68 @@ fn stdout_and_stderr_into_one_file_keep_their_order_when_scanned() {
         .status()
         .unwrap();
     assert!(status.success());
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "o1\ne1\no2\ne2\no3\ne3\n");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "o1\ne1\no2\ne2\no3\ne3\n"
+    );
 }
 
 #[test]
 fn scanned_output_is_streamed_before_the_line_ends() {
     let mut child = retry_std()
-        .args(["--scan-stdout", "--retry-on-output", "X", "--", "sh", "-c", "printf partial; sleep 2; echo end"])
+        .args([
+            "--scan-stdout",
+            "--retry-on-output",
+            "X",
+            "--",
+            "sh",
+            "-c",
+            "printf partial; sleep 2; echo end",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let started = Instant::now();
     let mut first = [0u8; 7];
-    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     assert_eq!(&first, b"partial");
-    assert!(started.elapsed() < Duration::from_millis(1500), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
     child.wait().unwrap();
 }
 
 #[test]
 fn retry_messages_never_continue_a_childs_unfinished_line() {
-    let out = retry().args(["-n", "2", "-d", "1ms", "--retry-on-output", "X", "--", "sh", "-c", "printf 'no newline' >&2; exit 1"]).output().unwrap();
+    let out = retry()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--retry-on-output",
+            "X",
+            "--",
+            "sh",
+            "-c",
+            "printf 'no newline' >&2; exit 1",
+        ])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.lines().all(|l| l.starts_with("retry:") || l == "no newline"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .all(|l| l.starts_with("retry:") || l == "no newline"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -175,14 +349,26 @@ fn an_attempt_ends_when_its_child_exits_even_if_a_grandchild_holds_the_pipe() {
         .assert()
         .code(3)
         .stderr(predicate::str::starts_with("hi\n"));
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     // The failed attempt's leftovers were terminated with its group.
     assert!(none_left(&first, Duration::from_secs(1)));
 
     let second = marker();
     let started = Instant::now();
-    retry().args(["--retry-on-output", "X", "--", "sh", "-c"]).arg(format!("sleep {second} >/dev/null & echo ok >&2")).assert().success();
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    retry()
+        .args(["--retry-on-output", "X", "--", "sh", "-c"])
+        .arg(format!("sleep {second} >/dev/null & echo ok >&2"))
+        .assert()
+        .success();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     let _ = none_left(&second, Duration::ZERO);
 }
 
@@ -191,11 +377,43 @@ fn an_attempt_ends_when_its_child_exits_even_if_a_grandchild_holds_the_pipe() {
 #[test]
 fn the_hint_file_decides_over_every_other_rule() {
     let dir = scratch();
-    let write = |word: &str| format!("{}; echo {word} > \"$RETRY_HINT_FILE\"; exit 1", tally(dir.path(), "attempts"));
-    retry().args(["-n", "5", "-d", "1ms", "--", "sh", "-c", &write("permanent")]).assert().code(1).stderr(predicate::str::contains("hint file said permanent"));
+    let write = |word: &str| {
+        format!(
+            "{}; echo {word} > \"$RETRY_HINT_FILE\"; exit 1",
+            tally(dir.path(), "attempts")
+        )
+    };
+    retry()
+        .args([
+            "-n",
+            "5",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            &write("permanent"),
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("hint file said permanent"));
     assert_eq!(lines(dir.path(), "attempts"), 1);
     // transient beats --stop-on-exit
-    retry().args(["-n", "3", "-d", "1ms", "--stop-on-exit", "1", "--", "sh", "-c", &write("transient")]).assert().code(1);
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--stop-on-exit",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            &write("transient"),
+        ])
+        .assert()
+        .code(1);
     assert_eq!(lines(dir.path(), "attempts"), 4);
 }
 
@@ -203,7 +421,21 @@ fn the_hint_file_decides_over_every_other_rule() {
 fn a_retry_after_hint_sets_the_next_sleep_beyond_the_cap() {
     let body = "[ \"$RETRY_ATTEMPT\" = 2 ] && exit 0; echo retry-after=300ms > \"$RETRY_HINT_FILE\"; exit 1";
     let started = Instant::now();
-    let out = retry().args(["-d", "1ms", "-c", "1ms", "--log-format", "json", "--", "sh", "-c", body]).output().unwrap();
+    let out = retry()
+        .args([
+            "-d",
+            "1ms",
+            "-c",
+            "1ms",
+            "--log-format",
+            "json",
+            "--",
+            "sh",
+            "-c",
+            body,
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(started.elapsed() >= Duration::from_millis(290));
     let events = json_events(&out.stderr);
@@ -214,14 +446,27 @@ fn a_retry_after_hint_sets_the_next_sleep_beyond_the_cap() {
 
 #[test]
 fn the_hint_file_is_removed_between_attempts() {
-    let body = "[ -e \"$RETRY_HINT_FILE\" ] && exit 9; echo transient > \"$RETRY_HINT_FILE\"; exit 1";
-    retry().args(["-n", "3", "-d", "1ms", "--", "sh", "-c", body]).assert().code(1);
+    let body =
+        "[ -e \"$RETRY_HINT_FILE\" ] && exit 9; echo transient > \"$RETRY_HINT_FILE\"; exit 1";
+    retry()
+        .args(["-n", "3", "-d", "1ms", "--", "sh", "-c", body])
+        .assert()
+        .code(1);
 }
 
 #[test]
 fn a_malformed_hint_is_reported_and_ignored() {
     retry()
-        .args(["-n", "2", "-d", "1ms", "--", "sh", "-c", "echo soon > \"$RETRY_HINT_FILE\"; exit 1"])
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "echo soon > \"$RETRY_HINT_FILE\"; exit 1",
+        ])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("warning: hint file: 'soon'"))
@@ -233,7 +478,9 @@ fn a_malformed_hint_is_reported_and_ignored() {
 /// A one-thread HTTP server on 127.0.0.1 that answers requests with the
 /// given responses in turn (the last one repeats). Returns its port and a
 /// handle to the count of requests served.
-fn http_server(responses: Vec<&'static str>) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+fn http_server(
+    responses: Vec<&'static str>,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -264,7 +511,11 @@ fn http_server(responses: Vec<&'static str>) -> (u16, std::sync::Arc<std::sync::
 }
 
 fn curl_available() -> bool {
-    std::process::Command::new("curl").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+    std::process::Command::new("curl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -273,7 +524,9 @@ fn preset_curl_retries_503_and_502_until_success() {
     let (port, served) = http_server(vec!["503 Service Unavailable", "502 Bad Gateway", "200 OK"]);
     let url = format!("http://127.0.0.1:{port}/");
     retry()
-        .args(["-d", "1ms", "--preset", "curl", "--", "curl", "-sS", "--fail", &url])
+        .args([
+            "-d", "1ms", "--preset", "curl", "--", "curl", "-sS", "--fail", &url,
+        ])
         .assert()
         .success()
         .stdout("body of 200 OK\n")
@@ -286,7 +539,9 @@ fn preset_curl_stops_at_once_on_404() {
     let (port, served) = http_server(vec!["404 Not Found"]);
     let url = format!("http://127.0.0.1:{port}/");
     retry()
-        .args(["-d", "1ms", "--preset", "curl", "--", "curl", "-sS", "--fail", &url])
+        .args([
+            "-d", "1ms", "--preset", "curl", "--", "curl", "-sS", "--fail", &url,
+        ])
         .assert()
         .code(22)
         .stderr(predicate::str::contains("permanent"));
@@ -299,14 +554,37 @@ fn preset_curl_honours_retry_after_on_429() {
     let url = format!("http://127.0.0.1:{port}/");
     let started = Instant::now();
     let out = retry()
-        .args(["-d", "1ms", "-c", "1ms", "--preset", "curl", "--log-format", "json", "--", "curl", "-sS", "-v", "--fail", &url])
+        .args([
+            "-d",
+            "1ms",
+            "-c",
+            "1ms",
+            "--preset",
+            "curl",
+            "--log-format",
+            "json",
+            "--",
+            "curl",
+            "-sS",
+            "-v",
+            "--fail",
+            &url,
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(started.elapsed() >= Duration::from_millis(950));
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let sleep: serde_json::Value = stderr.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|e| e["event"] == "sleep").unwrap();
+    let sleep: serde_json::Value = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "sleep")
+        .unwrap();
     assert_eq!(sleep["source"], "retry-after");
     assert_eq!(sleep["delay_ms"], 1000);
 }
@@ -317,7 +595,18 @@ fn a_retry_after_that_cannot_fit_in_max_time_gives_up_at_once() {
     let url = format!("http://127.0.0.1:{port}/");
     let started = Instant::now();
     retry()
-        .args(["--max-time", "5s", "--preset", "curl", "--", "curl", "-sS", "-v", "--fail", &url])
+        .args([
+            "--max-time",
+            "5s",
+            "--preset",
+            "curl",
+            "--",
+            "curl",
+            "-sS",
+            "-v",
+            "--fail",
+            &url,
+        ])
         .assert()
         .code(22)
         .stderr(predicate::str::contains("--max-time reached"));
@@ -332,13 +621,54 @@ fn preset_curl_retries_a_closed_port_and_user_rules_override_it() {
         listener.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}/");
-    let out = retry().args(["-n", "3", "-d", "1ms", "--preset", "curl", "--log-format", "json", "--", "curl", "-sS", "--fail", &url]).output().unwrap();
+    let out = retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--preset",
+            "curl",
+            "--log-format",
+            "json",
+            "--",
+            "curl",
+            "-sS",
+            "--fail",
+            &url,
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(7));
-    let events = json_events(&out.stderr.split(|&b| b == b'\n').filter(|l| l.starts_with(b"{")).collect::<Vec<_>>().join(&b'\n'));
+    let events = json_events(
+        &out.stderr
+            .split(|&b| b == b'\n')
+            .filter(|l| l.starts_with(b"{"))
+            .collect::<Vec<_>>()
+            .join(&b'\n'),
+    );
     assert_eq!(events.last().unwrap()["outcome"], "exhausted");
     assert_eq!(events.last().unwrap()["attempts"], 3);
     // --stop-on-exit on the command line beats the preset's transient 7.
-    retry().args(["-n", "3", "-d", "1ms", "--preset", "curl", "--stop-on-exit", "7", "--", "curl", "-sS", "--fail", &url]).assert().code(7).stderr(predicate::str::contains("attempt 2/3").not());
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--preset",
+            "curl",
+            "--stop-on-exit",
+            "7",
+            "--",
+            "curl",
+            "-sS",
+            "--fail",
+            &url,
+        ])
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("attempt 2/3").not());
 }
 
 // ---- stdin ----
@@ -347,7 +677,9 @@ fn pseudo_random(len: usize) -> Vec<u8> {
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     (0..len)
         .map(|_| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) as u8
         })
         .collect()
@@ -359,7 +691,9 @@ fn replay_gives_every_attempt_the_whole_piped_input() {
     let input = pseudo_random(5 << 20);
     let body = format!("cat > '{}/in.'$RETRY_ATTEMPT; exit 1", dir.path().display());
     let mut child = retry_std()
-        .args(["-q", "-n", "3", "-d", "1ms", "--stdin", "replay", "--", "sh", "-c", &body])
+        .args([
+            "-q", "-n", "3", "-d", "1ms", "--stdin", "replay", "--", "sh", "-c", &body,
+        ])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -373,7 +707,12 @@ fn replay_gives_every_attempt_the_whole_piped_input() {
     assert_eq!(status.code(), Some(1));
     for attempt in 1..=3 {
         let got = std::fs::read(dir.path().join(format!("in.{attempt}"))).unwrap();
-        assert!(got == input, "attempt {attempt} read {} bytes of {}", got.len(), input.len());
+        assert!(
+            got == input,
+            "attempt {attempt} read {} bytes of {}",
+            got.len(),
+            input.len()
+        );
     }
 }
 
@@ -391,15 +730,32 @@ fn replay_survives_a_child_that_reads_part_of_its_input_and_keeps_memory_bounded
     );
     let status = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("head -c 20M /dev/zero | '{BIN}' -q -n 3 -d 1ms --stdin replay -- '{}'", reader.display()))
+        .arg(format!(
+            "head -c 20M /dev/zero | '{BIN}' -q -n 3 -d 1ms --stdin replay -- '{}'",
+            reader.display()
+        ))
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1));
     assert_eq!(std::fs::metadata(dir.path().join("in.1")).unwrap().len(), 3);
-    assert_eq!(std::fs::metadata(dir.path().join("in.2")).unwrap().len(), 20 << 20);
-    assert_eq!(std::fs::metadata(dir.path().join("in.3")).unwrap().len(), 20 << 20);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("in.2")).unwrap().len(),
+        20 << 20
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("in.3")).unwrap().len(),
+        20 << 20
+    );
 
-    let rss = peak_rss_kib(&["-q", "--stdin", "replay", "--", "sh", "-c", "head -c 300M /dev/zero | true"]);
+    let rss = peak_rss_kib(&[
+        "-q",
+        "--stdin",
+        "replay",
+        "--",
+        "sh",
+        "-c",
+        "head -c 300M /dev/zero | true",
+    ]);
     assert!(rss < 32 * 1024, "{rss}");
 }
 
@@ -407,7 +763,9 @@ fn replay_survives_a_child_that_reads_part_of_its_input_and_keeps_memory_bounded
 fn a_child_that_ignores_a_large_stdin_is_not_an_error() {
     let status = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("head -c 100M /dev/zero | '{BIN}' -q -n 2 -d 1ms --stdin replay -- true"))
+        .arg(format!(
+            "head -c 100M /dev/zero | '{BIN}' -q -n 2 -d 1ms --stdin replay -- true"
+        ))
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(0));
@@ -433,17 +791,24 @@ fn a_file_on_stdin_is_reread_from_its_starting_offset_by_every_attempt() {
 fn a_while_read_loop_around_retry_keeps_its_lines() {
     let out = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("printf 'a\\nb\\nc\\n' | while read x; do '{BIN}' -q -- echo \"got $x\"; done"))
+        .arg(format!(
+            "printf 'a\\nb\\nc\\n' | while read x; do '{BIN}' -q -- echo \"got $x\"; done"
+        ))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "got a\ngot b\ngot c\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "got a\ngot b\ngot c\n"
+    );
 }
 
 #[test]
 fn auto_warns_when_a_later_attempt_reads_a_shared_pipe() {
     let out = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("printf 'a\\nb\\n' | '{BIN}' -n 2 -d 1ms -- sh -c 'read x; echo got $x; exit 1'"))
+        .arg(format!(
+            "printf 'a\\nb\\n' | '{BIN}' -n 2 -d 1ms -- sh -c 'read x; echo got $x; exit 1'"
+        ))
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "got a\ngot b\n");
@@ -454,7 +819,9 @@ fn auto_warns_when_a_later_attempt_reads_a_shared_pipe() {
 fn stdin_null_gives_dev_null() {
     let out = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("echo data | '{BIN}' --stdin null -- sh -c 'cat; echo end'"))
+        .arg(format!(
+            "echo data | '{BIN}' --stdin null -- sh -c 'cat; echo end'"
+        ))
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "end\n");
@@ -465,10 +832,26 @@ fn stdin_null_gives_dev_null() {
 #[test]
 fn buffer_stdout_emits_only_the_final_attempts_output() {
     let body = "printf 'partial body of attempt %s' $RETRY_ATTEMPT; [ $RETRY_ATTEMPT = 3 ] && { echo; echo complete; }; [ $RETRY_ATTEMPT = 3 ]";
-    retry().args(["-q", "-d", "1ms", "--buffer-stdout", "--", "sh", "-c", body]).assert().success().stdout("partial body of attempt 3\ncomplete\n");
+    retry()
+        .args(["-q", "-d", "1ms", "--buffer-stdout", "--", "sh", "-c", body])
+        .assert()
+        .success()
+        .stdout("partial body of attempt 3\ncomplete\n");
     // Scanned as well as buffered.
     retry()
-        .args(["-q", "-d", "1ms", "--buffer-stdout", "--scan-stdout", "--retry-on-output", "partial", "--", "sh", "-c", body])
+        .args([
+            "-q",
+            "-d",
+            "1ms",
+            "--buffer-stdout",
+            "--scan-stdout",
+            "--retry-on-output",
+            "partial",
+            "--",
+            "sh",
+            "-c",
+            body,
+        ])
         .assert()
         .success()
         .stdout("partial body of attempt 3\ncomplete\n");
@@ -476,5 +859,20 @@ fn buffer_stdout_emits_only_the_final_attempts_output() {
 
 #[test]
 fn buffer_stdout_of_a_run_that_gives_up_is_the_last_attempts() {
-    retry().args(["-q", "-n", "2", "-d", "1ms", "--buffer-stdout", "--", "sh", "-c", "echo try $RETRY_ATTEMPT; exit 5"]).assert().code(5).stdout("try 2\n");
+    retry()
+        .args([
+            "-q",
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--buffer-stdout",
+            "--",
+            "sh",
+            "-c",
+            "echo try $RETRY_ATTEMPT; exit 5",
+        ])
+        .assert()
+        .code(5)
+        .stdout("try 2\n");
 }

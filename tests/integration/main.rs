@@ -6,4 +6,5 @@
 mod core;
 mod io;
 mod process;
+mod shipping;
 mod util;

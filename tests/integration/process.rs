@@ -25,19 +25,38 @@ fn a_child_that_ignores_sigterm_is_killed_after_kill_after_with_137() {
     let marker = marker();
     let started = Instant::now();
     retry()
-        .args(["-T", "200ms", "--kill-after", "200ms", "-n", "1", "--", "sh", "-c"])
+        .args([
+            "-T",
+            "200ms",
+            "--kill-after",
+            "200ms",
+            "-n",
+            "1",
+            "--",
+            "sh",
+            "-c",
+        ])
         .arg(format!("trap '' TERM; sleep {marker}"))
         .assert()
         .code(137);
     let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(350) && elapsed < Duration::from_secs(3), "{elapsed:?}");
-    assert!(none_left(&marker, Duration::from_secs(1)), "sleep {marker} survived");
+    assert!(
+        elapsed >= Duration::from_millis(350) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert!(
+        none_left(&marker, Duration::from_secs(1)),
+        "sleep {marker} survived"
+    );
 }
 
 #[test]
 fn a_stopped_child_still_times_out() {
     let started = Instant::now();
-    retry().args(["-T", "200ms", "-n", "1", "--", "sh", "-c", "kill -STOP $$"]).assert().code(124);
+    retry()
+        .args(["-T", "200ms", "-n", "1", "--", "sh", "-c", "kill -STOP $$"])
+        .assert()
+        .code(124);
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
@@ -61,7 +80,10 @@ fn what_a_failed_attempt_left_running_is_ended_before_the_next() {
         "echo $(ps -eo args | grep -c '^sleep {marker}$') >> '{}'; sleep {marker} & exit 1",
         dir.path().join("seen").display()
     );
-    retry().args(["-n", "3", "-d", "1ms", "--", "sh", "-c", &body]).assert().code(1);
+    retry()
+        .args(["-n", "3", "-d", "1ms", "--", "sh", "-c", &body])
+        .assert()
+        .code(1);
     let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
     assert_eq!(seen.split_whitespace().collect::<Vec<_>>(), ["0", "0", "0"]);
     assert!(none_left(&marker, Duration::from_secs(1)));
@@ -70,7 +92,10 @@ fn what_a_failed_attempt_left_running_is_ended_before_the_next() {
 #[test]
 fn max_time_ends_a_running_attempt() {
     let started = Instant::now();
-    let out = retry().args(["-t", "300ms", "--log-format", "json", "--", "sleep", "5"]).output().unwrap();
+    let out = retry()
+        .args(["-t", "300ms", "--log-format", "json", "--", "sleep", "5"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(124));
     let events = json_events(&out.stderr);
     assert_eq!(events[0]["timed_out"], true);
@@ -81,27 +106,42 @@ fn max_time_ends_a_running_attempt() {
 #[test]
 fn the_attempt_limit_is_the_smaller_of_timeout_and_the_rest_of_max_time() {
     let started = Instant::now();
-    retry().args(["-t", "300ms", "-T", "10s", "--", "sleep", "5"]).assert().code(124);
+    retry()
+        .args(["-t", "300ms", "-T", "10s", "--", "sleep", "5"])
+        .assert()
+        .code(124);
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 /// Start retry in the background with `args`; returns the child and a
 /// marker file that the attempt creates when it has started.
 fn start_in_background(args: &[&str], dir: &std::path::Path) -> std::process::Child {
-    retry_std().args(args).stdin(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}: {}", dir.display()))
+    retry_std()
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}: {}", dir.display()))
 }
 
 #[test]
 fn sigterm_during_the_backoff_ends_retry_by_sigterm_without_another_attempt() {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; exit 1";
-    let mut child = start_in_background(&["-d", "30s", "-j", "none", "--", "sh", "-c", &body], dir.path());
+    let mut child = start_in_background(
+        &["-d", "30s", "-j", "none", "--", "sh", "-c", &body],
+        dir.path(),
+    );
     wait_for_file(&dir.path().join("attempts"), Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(100));
     let sent = Instant::now();
     send_signal(child.id(), "TERM");
     let status = child.wait().unwrap();
-    assert!(sent.elapsed() < Duration::from_millis(500), "{:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        sent.elapsed()
+    );
     assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
     assert_eq!(lines(dir.path(), "attempts"), 1);
 }
@@ -118,7 +158,10 @@ fn sigint_during_an_attempt_reaches_the_child_and_retry_dies_of_sigint() {
         tally = tally(dir.path(), "attempts"),
         started = started.display()
     );
-    let mut child = start_in_background(&["-n", "5", "-d", "1ms", "--", "sh", "-c", &body], dir.path());
+    let mut child = start_in_background(
+        &["-n", "5", "-d", "1ms", "--", "sh", "-c", &body],
+        dir.path(),
+    );
     wait_for_file(&started, Duration::from_secs(5));
     send_signal(child.id(), "INT");
     let status = child.wait().unwrap();
@@ -133,15 +176,24 @@ fn sigterm_to_retry_escalates_to_sigkill_for_a_child_that_ignores_it() {
     let dir = scratch();
     let marker = marker();
     let started = dir.path().join("started");
-    let body = format!("trap '' TERM; touch '{}'; sleep {marker}", started.display());
-    let mut child = start_in_background(&["--kill-after", "200ms", "--", "sh", "-c", &body], dir.path());
+    let body = format!(
+        "trap '' TERM; touch '{}'; sleep {marker}",
+        started.display()
+    );
+    let mut child = start_in_background(
+        &["--kill-after", "200ms", "--", "sh", "-c", &body],
+        dir.path(),
+    );
     wait_for_file(&started, Duration::from_secs(5));
     let sent = Instant::now();
     send_signal(child.id(), "TERM");
     let status = child.wait().unwrap();
     assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
     let elapsed = sent.elapsed();
-    assert!(elapsed >= Duration::from_millis(150) && elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_millis(150) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
     assert!(none_left(&marker, Duration::from_secs(1)));
 }
 
@@ -182,13 +234,28 @@ fn a_bash_loop_around_retry_stops_on_ctrl_c_to_its_process_group() {
     std::thread::sleep(Duration::from_millis(100));
     // setsid made the script a group leader: signal its whole group, as a
     // terminal's Ctrl-C would.
-    let status = std::process::Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
     assert!(status.success());
     let status = child.wait().unwrap();
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    assert!(!out.contains("iter 2") && !out.contains("finished"), "the loop went on: {out:?}");
-    assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)), "{out:?}");
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(
+        !out.contains("iter 2") && !out.contains("finished"),
+        "the loop went on: {out:?}"
+    );
+    assert_eq!(
+        code_and_signal(status),
+        (None, Some(libc::SIGINT)),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -201,7 +268,11 @@ fn a_final_attempt_killed_by_a_signal_is_reraised_without_a_core_file() {
         .status()
         .unwrap();
     assert_eq!(code_and_signal(status), (None, Some(libc::SIGSEGV)));
-    let cores: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("core")).collect();
+    let cores: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("core"))
+        .collect();
     assert!(cores.is_empty());
 }
 
@@ -209,7 +280,11 @@ fn a_final_attempt_killed_by_a_signal_is_reraised_without_a_core_file() {
 fn a_child_killed_by_sigint_ends_the_run_without_retrying() {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; kill -INT $$";
-    let status = retry_std().args(["-n", "5", "-d", "1ms", "--", "sh", "-c", &body]).stderr(Stdio::null()).status().unwrap();
+    let status = retry_std()
+        .args(["-n", "5", "-d", "1ms", "--", "sh", "-c", &body])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
     assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)));
     assert_eq!(lines(dir.path(), "attempts"), 1);
 }
@@ -227,7 +302,10 @@ fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
     std::thread::sleep(Duration::from_millis(50));
     send_signal(child.id(), "KILL");
     let _ = child.wait();
-    assert!(none_left(&marker, Duration::from_secs(2)), "the attempt outlived retry");
+    assert!(
+        none_left(&marker, Duration::from_secs(2)),
+        "the attempt outlived retry"
+    );
 }
 
 #[test]
@@ -235,12 +313,19 @@ fn yes_into_head_ends_at_once_with_sigpipe() {
     let started = Instant::now();
     let out = std::process::Command::new("bash")
         .arg("-c")
-        .arg(format!("'{BIN}' -n 5 -- yes | head -1; echo \"status=${{PIPESTATUS[0]}}\""))
+        .arg(format!(
+            "'{BIN}' -n 5 -- yes | head -1; echo \"status=${{PIPESTATUS[0]}}\""
+        ))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("status=141"), "{stdout}");
-    assert_eq!(String::from_utf8_lossy(&out.stderr).matches("attempt 1/5 failed").count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr)
+            .matches("attempt 1/5 failed")
+            .count(),
+        1
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
@@ -248,7 +333,10 @@ fn yes_into_head_ends_at_once_with_sigpipe() {
 fn an_ignored_sighup_stays_ignored_for_retry_and_the_child() {
     let dir = scratch();
     let started = dir.path().join("started");
-    let body = format!("grep SigIgn /proc/$$/status; touch '{}'; sleep 0.5", started.display());
+    let body = format!(
+        "grep SigIgn /proc/$$/status; touch '{}'; sleep 0.5",
+        started.display()
+    );
     let mut child = std::process::Command::new("env")
         .arg("--ignore-signal=HUP")
         .arg(BIN)
@@ -261,9 +349,18 @@ fn an_ignored_sighup_stays_ignored_for_retry_and_the_child() {
     let status = child.wait().unwrap();
     assert!(status.success(), "retry did not ignore SIGHUP: {status:?}");
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let mask = u64::from_str_radix(out.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
-    assert_ne!(mask & (1 << (libc::SIGHUP - 1)), 0, "the child does not ignore SIGHUP: {out}");
+    assert_ne!(
+        mask & (1 << (libc::SIGHUP - 1)),
+        0,
+        "the child does not ignore SIGHUP: {out}"
+    );
 }
 
 #[test]
@@ -272,11 +369,9 @@ fn an_inherited_blocked_sigterm_is_unblocked() {
     let marker = marker();
     let started = dir.path().join("started");
     let body = format!("touch '{}'; sleep {marker}", started.display());
-    let program = format!(
-        "import signal, os, sys\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\nos.execv(sys.argv[1], sys.argv[1:])"
-    );
+    let program = "import signal, os, sys\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\nos.execv(sys.argv[1], sys.argv[1:])";
     let mut child = std::process::Command::new("python3")
-        .args(["-c", &program, BIN, "--", "sh", "-c", &body])
+        .args(["-c", program, BIN, "--", "sh", "-c", &body])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -291,7 +386,18 @@ fn an_inherited_blocked_sigterm_is_unblocked() {
 fn an_inherited_ignored_sigchld_does_not_break_waiting() {
     let started = Instant::now();
     let status = std::process::Command::new("env")
-        .args(["--ignore-signal=CHLD", BIN, "-n", "2", "-d", "1ms", "--", "sh", "-c", "exit 3"])
+        .args([
+            "--ignore-signal=CHLD",
+            BIN,
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
         .stderr(Stdio::null())
         .status()
         .unwrap();
@@ -302,8 +408,18 @@ fn an_inherited_ignored_sigchld_does_not_break_waiting() {
 #[test]
 fn a_script_without_a_shebang_runs_under_bin_sh() {
     let dir = scratch();
-    let plain = script(dir.path(), "noshebang", "echo \"ran with $# args: $1\"\nexit 0\n");
-    retry().arg("--").arg(&plain).arg("hello").assert().success().stdout("ran with 1 args: hello\n");
+    let plain = script(
+        dir.path(),
+        "noshebang",
+        "echo \"ran with $# args: $1\"\nexit 0\n",
+    );
+    retry()
+        .arg("--")
+        .arg(&plain)
+        .arg("hello")
+        .assert()
+        .success()
+        .stdout("ran with 1 args: hello\n");
 }
 
 #[test]
@@ -324,7 +440,11 @@ fn a_closed_stderr_or_stdout_never_makes_retry_panic() {
 fn a_signal_racing_the_spawn_never_leaves_an_attempt_behind() {
     let marker = marker();
     for i in 0..20 {
-        let mut child = retry_std().args(["--", "sleep", &marker]).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = retry_std()
+            .args(["--", "sleep", &marker])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_micros(500 * (i % 6)));
         send_signal(child.id(), "TERM");
         let status = child.wait().unwrap();
@@ -382,14 +502,29 @@ sys.stdout.write('\nSTATUS=%d\n' % os.waitstatus_to_exitcode(status))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[test]
 fn a_child_under_a_terminal_reads_a_typed_line() {
-    let out = under_pty(&["-T", "10s", "--", "sh", "-c", "read x; echo got:$x; [ -t 0 ] && echo tty"], "hello\n");
+    let out = under_pty(
+        &[
+            "-T",
+            "10s",
+            "--",
+            "sh",
+            "-c",
+            "read x; echo got:$x; [ -t 0 ] && echo tty",
+        ],
+        "hello\n",
+    );
     assert!(out.contains("got:hello"), "{out}");
     assert!(out.contains("tty"), "{out}");
     assert!(out.contains("STATUS=0"), "{out}");

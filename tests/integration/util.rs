@@ -37,7 +37,10 @@ fn scrub(command: &mut std::process::Command) {
 }
 
 pub fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("retry-test-").tempdir().unwrap()
+    tempfile::Builder::new()
+        .prefix("retry-test-")
+        .tempdir()
+        .unwrap()
 }
 
 /// Write an executable script.
@@ -79,7 +82,9 @@ pub fn lines(dir: &Path, name: &str) -> usize {
 pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(stderr)
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}")))
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}"))
+        })
         .collect()
 }
 
@@ -87,8 +92,12 @@ pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
 pub fn processes_with(marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         // Zombies have an empty command line and are not running anything.
         if cmdline.contains(marker) && !cmdline.contains("pgrep") {
@@ -116,7 +125,10 @@ pub fn none_left(marker: &str, limit: Duration) -> bool {
 }
 
 fn unsafe_kill(pid: u32) {
-    let _ = std::process::Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+    let _ = std::process::Command::new("kill")
+        .arg("-KILL")
+        .arg(pid.to_string())
+        .status();
 }
 
 /// A unique marker for grandchildren: `sleep 300.<n>`.
@@ -128,7 +140,11 @@ pub fn marker() -> String {
 }
 
 pub fn send_signal(pid: u32, signal: &str) {
-    let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -136,7 +152,11 @@ pub fn send_signal(pid: u32, signal: &str) {
 pub fn wait_for_file(path: &Path, limit: Duration) {
     let end = std::time::Instant::now() + limit;
     while !path.exists() {
-        assert!(std::time::Instant::now() < end, "{} never appeared", path.display());
+        assert!(
+            std::time::Instant::now() < end,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }

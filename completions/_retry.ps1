@@ -1,0 +1,70 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'retry'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'retry' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Base delay: the ceiling before the first retry')
+            [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Base delay: the ceiling before the first retry')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Growth factor of the ceiling per retry (finite, >= 1)')
+            [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Growth factor of the ceiling per retry (finite, >= 1)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Largest single delay; growth stops here')
+            [CompletionResult]::new('--cap', '--cap', [CompletionResultType]::ParameterName, 'Largest single delay; growth stops here')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)')
+            [CompletionResult]::new('--splay', '--splay', [CompletionResultType]::ParameterName, 'Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Budget for the whole run from retry''s start: no sleep starts that would end past it, and a running attempt is terminated when it expires')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Budget for the whole run from retry''s start: no sleep starts that would end past it, and a running attempt is terminated when it expires')
+            [CompletionResult]::new('-T', '-T ', [CompletionResultType]::ParameterName, 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group')
+            [CompletionResult]::new('--retry-on-exit', '--retry-on-exit', [CompletionResultType]::ParameterName, 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent')
+            [CompletionResult]::new('--stop-on-exit', '--stop-on-exit', [CompletionResultType]::ParameterName, 'Exit codes that are permanent failures: stop at once')
+            [CompletionResult]::new('--retry-on-output', '--retry-on-output', [CompletionResultType]::ParameterName, 'A failed attempt whose output has a line matching REGEX is transient (repeatable)')
+            [CompletionResult]::new('--stop-on-output', '--stop-on-output', [CompletionResultType]::ParameterName, 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)')
+            [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'Rules for a known command: ''curl'' makes a `curl --fail` child retry like curl''s own --retry')
+            [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of retry''s own messages')
+            [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Append retry''s own messages to PATH instead of stderr')
+            [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'At the end of the run, write a Prometheus text file (for node_exporter''s textfile collector) to PATH, atomically')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'The name label of --metrics-file [default: the command''s file name]')
+            [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit')
+            [CompletionResult]::new('--scan-stdout', '--scan-stdout', [CompletionResultType]::ParameterName, 'Scan stdout as well as stderr for the output patterns')
+            [CompletionResult]::new('--retry-after', '--retry-after', [CompletionResultType]::ParameterName, 'Sleep as long as a ''Retry-After:'' header line in the scanned output says (implied by --preset curl)')
+            [CompletionResult]::new('--buffer-stdout', '--buffer-stdout', [CompletionResultType]::ParameterName, 'Hold each attempt''s stdout and emit only the final attempt''s')
+            [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Keep the child in retry''s process group even when not in a terminal''s foreground')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only retry''s own errors; nothing per attempt')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only retry''s own errors; nothing per attempt')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also the policy at start and every attempt''s start')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also the policy at start and every attempt''s start')
+            [CompletionResult]::new('--explain', '--explain', [CompletionResultType]::ParameterName, 'Print the schedule this policy produces and exit without running anything')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

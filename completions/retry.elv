@@ -1,0 +1,64 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[retry] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'retry'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'retry'= {
+            cand -n 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]'
+            cand --attempts 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]'
+            cand -d 'Base delay: the ceiling before the first retry'
+            cand --delay 'Base delay: the ceiling before the first retry'
+            cand -m 'Growth factor of the ceiling per retry (finite, >= 1)'
+            cand --multiplier 'Growth factor of the ceiling per retry (finite, >= 1)'
+            cand -c 'Largest single delay; growth stops here'
+            cand --cap 'Largest single delay; growth stops here'
+            cand -j 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)'
+            cand --jitter 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)'
+            cand --splay 'Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)'
+            cand -t 'Budget for the whole run from retry''s start: no sleep starts that would end past it, and a running attempt is terminated when it expires'
+            cand --max-time 'Budget for the whole run from retry''s start: no sleep starts that would end past it, and a running attempt is terminated when it expires'
+            cand -T 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure'
+            cand --timeout 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure'
+            cand --kill-after 'After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group'
+            cand --retry-on-exit 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent'
+            cand --stop-on-exit 'Exit codes that are permanent failures: stop at once'
+            cand --retry-on-output 'A failed attempt whose output has a line matching REGEX is transient (repeatable)'
+            cand --stop-on-output 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)'
+            cand --preset 'Rules for a known command: ''curl'' makes a `curl --fail` child retry like curl''s own --retry'
+            cand --stdin 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null'
+            cand --log-format 'Format of retry''s own messages'
+            cand --log-file 'Append retry''s own messages to PATH instead of stderr'
+            cand --metrics-file 'At the end of the run, write a Prometheus text file (for node_exporter''s textfile collector) to PATH, atomically'
+            cand --name 'The name label of --metrics-file [default: the command''s file name]'
+            cand --generate 'Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit'
+            cand --scan-stdout 'Scan stdout as well as stderr for the output patterns'
+            cand --retry-after 'Sleep as long as a ''Retry-After:'' header line in the scanned output says (implied by --preset curl)'
+            cand --buffer-stdout 'Hold each attempt''s stdout and emit only the final attempt''s'
+            cand --foreground 'Keep the child in retry''s process group even when not in a terminal''s foreground'
+            cand -q 'Only retry''s own errors; nothing per attempt'
+            cand --quiet 'Only retry''s own errors; nothing per attempt'
+            cand -v 'Also the policy at start and every attempt''s start'
+            cand --verbose 'Also the policy at start and every attempt''s start'
+            cand --explain 'Print the schedule this policy produces and exit without running anything'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

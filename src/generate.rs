@@ -1,0 +1,170 @@
+//! `--generate KIND`: the man page and the shell completion scripts, made
+//! from the clap definition itself so they never drift from the binary. The
+//! committed copies under `completions/` and `man/` are checked against this
+//! output by a test; `scripts/generate` rewrites them.
+
+use std::io::Write;
+
+use clap::{CommandFactory, ValueEnum};
+use clap_complete::Shell;
+use roff::{Roff, bold, italic, roman};
+
+use crate::cli::Cli;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    Man,
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+pub fn generate(kind: Kind, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut command = Cli::command();
+    let shell = match kind {
+        Kind::Man => return man_page(command, out),
+        Kind::Bash => Shell::Bash,
+        Kind::Zsh => Shell::Zsh,
+        Kind::Fish => Shell::Fish,
+        Kind::Elvish => Shell::Elvish,
+        Kind::Powershell => Shell::PowerShell,
+    };
+    clap_complete::generate(shell, &mut command, "retry", out);
+    Ok(())
+}
+
+const ALGORITHM: &[&str] = &[
+    "The ceiling for the retry after the n-th failure (n counted from 0) is min(cap, delay * multiplier^n), computed without overflow for any n. The sleep is drawn under it by the jitter kind: none sleeps the ceiling; full draws uniformly from [0, ceiling] (the default: many clients failing together then come back spread out instead of all at once); equal sleeps ceiling/2 plus a uniform draw from [0, ceiling/2]; decorrelated draws min(cap, uniform in [delay, 3 * previous sleep]); a proportion P multiplies the ceiling by a uniform draw from [1-P, 1+P], clamped to the cap.",
+    "Retry never sleeps after the last attempt, and with --max-time it never starts a sleep that would end past the budget: it gives up at once instead. An attempt still running when --timeout or --max-time expires gets SIGTERM (and SIGCONT), then SIGKILL after --kill-after.",
+    "A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). The first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent; 5. the command could not be started: permanent; 6. the child died of SIGINT, SIGQUIT or SIGPIPE: the run ends; 7. anything else, including a timed-out attempt: transient. Rules given on the command line come before those of a --preset.",
+    "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to retry are passed on to the attempt; retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. If retry is killed outright, the attempt is killed with it.",
+];
+
+const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "An attempt succeeded."),
+    (
+        "the child's",
+        "The final attempt failed with that exit code (permanent, or a limit was reached).",
+    ),
+    (
+        "124",
+        "The final attempt was terminated by --timeout or --max-time (137 if SIGKILL was needed after --kill-after).",
+    ),
+    (
+        "125",
+        "Retry itself failed: a usage error, a bad flag value, an internal error. Nothing was run.",
+    ),
+    ("126", "The command was found but could not be executed."),
+    ("127", "The command was not found."),
+    (
+        "signal N",
+        "The final attempt died of signal N, or retry received SIGINT, SIGTERM, SIGHUP or SIGQUIT: retry dies of the same signal (core dumps off), so a shell shows 128+N.",
+    ),
+];
+
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "RETRY_ATTEMPT",
+        "Given to the child: this attempt's number, from 1. Its presence in retry's own environment means retry runs inside another retry, which retry warns about (attempts multiply).",
+    ),
+    (
+        "RETRY_MAX_ATTEMPTS",
+        "Given to the child: the attempt limit, or empty when unlimited.",
+    ),
+    (
+        "RETRY_RUN_ID",
+        "Given to the child: a random identifier, the same for every attempt of one run (usable as an idempotency key).",
+    ),
+    (
+        "RETRY_PREVIOUS_EXIT",
+        "Given to the child: the previous attempt's exit status (128+N for a signal), empty on the first attempt.",
+    ),
+    (
+        "RETRY_HINT_FILE",
+        "Given to the child: a path the attempt may write one word to, which decides over every other rule: 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap). Read after the attempt, removed before the next.",
+    ),
+    (
+        "NO_COLOR",
+        "When set and not empty, retry's messages are never coloured (they are coloured only on a terminal anyway).",
+    ),
+];
+
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health",
+        "Wait for a service: up to two minutes, sleeps capped at 30 seconds.",
+    ),
+    (
+        "retry --preset curl -- curl -fS -o items.json https://api.example.com/items",
+        "Retry like curl's own --retry: connection errors, timeouts and HTTP 408, 429, 500, 502, 503, 504; honour Retry-After; stop at once on 404.",
+    ),
+    (
+        "retry -n 10 --timeout 30s --retry-on-exit 75 -- ./sync.sh",
+        "In a script: at most 10 attempts of 30 seconds each; only exit status 75 is worth retrying.",
+    ),
+    (
+        "retry -q --splay 5m --max-time 30m --metrics-file /var/lib/node_exporter/backup.prom --name backup -- ./backup.sh",
+        "From cron: spread a fleet's start over five minutes, give up after half an hour, and leave a metrics file for node_exporter's textfile collector.",
+    ),
+    (
+        "retry --stop-on-output 'no space left' --retry-on-output 'connection reset' -- rsync -a src/ host:dst/",
+        "Decide by what the command prints on stderr.",
+    ),
+    (
+        "retry --explain --delay 1s --cap 30s --attempts 5",
+        "Show the schedule: worst case 15 s of sleep, mean 7.5 s.",
+    ),
+];
+
+fn man_page(command: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
+    let man = clap_mangen::Man::new(command.clone());
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+
+    let mut roff = Roff::new();
+    roff.control("SH", ["DESCRIPTION"]);
+    if let Some(about) = command.get_long_about() {
+        roff.text([roman(about.to_string())]);
+    }
+    for paragraph in ALGORITHM {
+        roff.control("PP", []);
+        roff.text([roman(*paragraph)]);
+    }
+    roff.to_writer(out)?;
+
+    man.render_options_section(out)?;
+
+    let mut roff = Roff::new();
+    roff.control("SH", ["EXIT STATUS"]);
+    for (status, meaning) in EXIT_STATUS {
+        roff.control("TP", [])
+            .text([bold(*status)])
+            .text([roman(*meaning)]);
+    }
+    roff.control("SH", ["ENVIRONMENT"]);
+    for (name, meaning) in ENVIRONMENT {
+        roff.control("TP", [])
+            .text([bold(*name)])
+            .text([roman(*meaning)]);
+    }
+    roff.control("SH", ["EXAMPLES"]);
+    for (example, meaning) in EXAMPLES {
+        roff.control("TP", [])
+            .text([bold(*example)])
+            .text([roman(*meaning)]);
+    }
+    roff.control("SH", ["SEE ALSO"]);
+    roff.text([
+        italic("timeout"),
+        roman("(1), "),
+        italic("curl"),
+        roman("(1), "),
+        italic("cron"),
+        roman("(8)"),
+    ]);
+    roff.to_writer(out)?;
+    man.render_version_section(out)
+}

@@ -1,0 +1,159 @@
+//! `--metrics-file`: a Prometheus text-format record of the run, for
+//! node_exporter's textfile collector (the usual way to watch cron jobs).
+//!
+//! Written once, at the end of the run, atomically: a temporary file in the
+//! same directory, then a rename, so the collector never reads half a file.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use crate::report::RunOutcome;
+use crate::runner::RunSummary;
+
+const OUTCOMES: [RunOutcome; 6] = [
+    RunOutcome::Success,
+    RunOutcome::Permanent,
+    RunOutcome::Exhausted,
+    RunOutcome::Deadline,
+    RunOutcome::Interrupted,
+    RunOutcome::CircuitOpen,
+];
+
+/// Escape a label value: backslash, double quote and newline.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+pub fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> String {
+    let name = label(name);
+    let ended = ended
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let mut text = String::new();
+    let mut gauge = |metric: &str, help: &str, samples: &[(String, String)]| {
+        text.push_str(&format!("# HELP {metric} {help}\n# TYPE {metric} gauge\n"));
+        for (labels, value) in samples {
+            text.push_str(&format!("{metric}{{name=\"{name}\"{labels}}} {value}\n"));
+        }
+    };
+    let one = |value: String| vec![(String::new(), value)];
+    gauge(
+        "retry_attempts",
+        "Attempts the last run made, the first included.",
+        &one(summary.attempts.to_string()),
+    );
+    gauge(
+        "retry_retries",
+        "Retries the last run made (attempts after the first).",
+        &one(summary.attempts.saturating_sub(1).to_string()),
+    );
+    let outcomes: Vec<(String, String)> = OUTCOMES
+        .iter()
+        .map(|o| {
+            (
+                format!(",outcome=\"{}\"", o.as_str()),
+                u8::from(*o == summary.outcome).to_string(),
+            )
+        })
+        .collect();
+    gauge(
+        "retry_outcome",
+        "How the last run ended: 1 for its outcome, 0 for the others.",
+        &outcomes,
+    );
+    gauge(
+        "retry_success",
+        "1 if the last run succeeded, else 0.",
+        &one(u8::from(summary.outcome == RunOutcome::Success).to_string()),
+    );
+    gauge(
+        "retry_exit_status",
+        "Exit status of the last run (128+N for signal N).",
+        &one(summary.status.as_number().to_string()),
+    );
+    gauge(
+        "retry_duration_seconds",
+        "How long the last run took, sleeps included.",
+        &one(format!("{:.3}", summary.elapsed.as_secs_f64())),
+    );
+    gauge(
+        "retry_last_run_end_timestamp_seconds",
+        "When the last run ended, in seconds since the Unix epoch.",
+        &one(format!("{ended:.3}")),
+    );
+    text
+}
+
+/// Replace `path` with `content` atomically, readable by a collector.
+pub fn write_atomically(path: &Path, content: &str) -> Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix(".retry-metrics-")
+        .tempfile_in(dir)
+        .with_context(|| {
+            format!(
+                "--metrics-file {}: cannot create a file in {}",
+                path.display(),
+                dir.display()
+            )
+        })?;
+    file.write_all(content.as_bytes())
+        .and_then(|()| file.as_file().sync_all())
+        .context("writing the metrics")?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o644))
+        .context("setting the metrics file's mode")?;
+    file.persist(path).with_context(|| {
+        format!(
+            "--metrics-file {}: cannot rename into place",
+            path.display()
+        )
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit::ExitStatus;
+    use std::time::Duration;
+
+    #[test]
+    fn renders_prometheus_text_with_escaped_labels() {
+        let summary = RunSummary {
+            status: ExitStatus::Code(7),
+            outcome: RunOutcome::Exhausted,
+            attempts: 5,
+            elapsed: Duration::from_millis(14_900),
+        };
+        let text = render(
+            "nightly \"db\"",
+            &summary,
+            UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        );
+        assert!(text.contains("retry_attempts{name=\"nightly \\\"db\\\"\"} 5\n"));
+        assert!(text.contains("retry_retries{name=\"nightly \\\"db\\\"\"} 4\n"));
+        assert!(text.contains("outcome=\"exhausted\"} 1\n"));
+        assert!(text.contains("outcome=\"success\"} 0\n"));
+        assert!(text.contains("retry_exit_status{name=\"nightly \\\"db\\\"\"} 7\n"));
+        assert!(text.contains("retry_duration_seconds{name=\"nightly \\\"db\\\"\"} 14.900\n"));
+        assert!(text.contains(
+            "retry_last_run_end_timestamp_seconds{name=\"nightly \\\"db\\\"\"} 1700000000.000\n"
+        ));
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            assert!(series.ends_with('}'));
+            value.parse::<f64>().unwrap();
+        }
+    }
+}
