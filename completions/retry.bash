@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -d -m -c -j -t -T -q -v -h -V --attempts --delay --multiplier --cap --jitter --splay --max-time --timeout --kill-after --retry-on-exit --stop-on-exit --retry-on-output --stop-on-output --scan-stdout --preset --retry-after --stdin --buffer-stdout --foreground --quiet --verbose --log-format --log-file --explain --metrics-file --name --generate --help --version"
+            opts="-n -d -m -c -j -t -T -q -v -h -V --attempts --delay --multiplier --cap --jitter --splay --max-time --timeout --kill-after --retry-on-exit --stop-on-exit --retry-on-output --stop-on-output --scan-stdout --preset --retry-after --stdin --buffer-stdout --foreground --quiet --verbose --log-format --log-file --explain --metrics-file --name --generate --circuit --state-dir --circuit-threshold --circuit-cooldown --circuit-max-cooldown --circuit-status --circuit-reset --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -135,6 +135,26 @@ _retry() {
                     ;;
                 --generate)
                     COMPREPLY=($(compgen -W "man bash zsh fish elvish powershell" -- "${cur}"))
+                    return 0
+                    ;;
+                --circuit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit-threshold)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit-cooldown)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit-max-cooldown)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -27,6 +27,11 @@ zsh\t''
 fish\t''
 elvish\t''
 powershell\t''"
+complete -c retry -l circuit -d 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed' -r
+complete -c retry -l state-dir -d 'Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
+complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit' -r
+complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
+complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
 complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout and emit only the final attempt\'s'
@@ -34,5 +39,7 @@ complete -c retry -l foreground -d 'Keep the child in retry\'s process group eve
 complete -c retry -s q -l quiet -d 'Only retry\'s own errors; nothing per attempt'
 complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt\'s start'
 complete -c retry -l explain -d 'Print the schedule this policy produces and exit without running anything'
+complete -c retry -l circuit-status -d 'Print the circuit\'s state (closed, open, half-open; failures; until when) and exit 0'
+complete -c retry -l circuit-reset -d 'Close the circuit and forget its failures, then exit 0'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

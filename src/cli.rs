@@ -17,6 +17,7 @@ const CLASSIFY: &str = "Classifying an attempt";
 const IO: &str = "Input and output";
 const PROCESS: &str = "Processes";
 const REPORTING: &str = "Reporting";
+const CIRCUIT: &str = "Circuit breaker (across runs)";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; the final attempt's own status when retries run out
@@ -162,12 +163,41 @@ pub struct Cli {
     #[arg(long, value_name = "KIND", exclusive = true, help_heading = REPORTING)]
     pub generate: Option<crate::generate::Kind>,
 
+    // ---- Circuit breaker ----
+    /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
+    #[arg(long, value_name = "NAME", value_parser = parse_circuit_name, help_heading = CIRCUIT)]
+    pub circuit: Option<String>,
+
+    /// Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]
+    #[arg(long, value_name = "DIR", help_heading = CIRCUIT)]
+    pub state_dir: Option<PathBuf>,
+
+    /// Failed runs in a row that open the circuit
+    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
+    pub circuit_threshold: u32,
+
+    /// How long an opened circuit refuses runs before one run may probe
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub circuit_cooldown: Duration,
+
+    /// Largest cooldown: each failed probe doubles it up to this
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub circuit_max_cooldown: Duration,
+
+    /// Print the circuit's state (closed, open, half-open; failures; until when) and exit 0
+    #[arg(long, requires = "circuit", conflicts_with = "circuit_reset", help_heading = CIRCUIT)]
+    pub circuit_status: bool,
+
+    /// Close the circuit and forget its failures, then exit 0
+    #[arg(long, requires = "circuit", help_heading = CIRCUIT)]
+    pub circuit_reset: bool,
+
     /// The command to run, and its arguments (passed verbatim, no shell)
     #[arg(
         value_name = "COMMAND",
         trailing_var_arg = true,
         num_args = 1..,
-        required_unless_present_any = ["explain", "generate"]
+        required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset"]
     )]
     pub command: Vec<OsString>,
 }
@@ -199,6 +229,10 @@ pub enum LogFormat {
 /// Largest compiled size of one user pattern: generous, but a pathological
 /// pattern fails at once instead of eating memory.
 const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+fn parse_circuit_name(text: &str) -> Result<String, String> {
+    crate::circuit::check_name(text).map(|()| text.to_string())
+}
 
 fn parse_regex(text: &str) -> Result<regex::bytes::Regex, String> {
     regex::bytes::RegexBuilder::new(text)

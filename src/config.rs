@@ -51,6 +51,7 @@ pub struct Config {
     pub generate: Option<crate::generate::Kind>,
     /// `--metrics-file` and the name label for it.
     pub metrics: Option<(PathBuf, String)>,
+    pub circuit: Option<crate::circuit::CircuitConfig>,
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
@@ -126,6 +127,31 @@ impl Config {
             (path, name)
         });
 
+        if cli.circuit_max_cooldown < cli.circuit_cooldown {
+            return Err(UsageError(format!(
+                "--circuit-max-cooldown {} is shorter than --circuit-cooldown {}",
+                humantime::format_duration(cli.circuit_max_cooldown),
+                humantime::format_duration(cli.circuit_cooldown)
+            )));
+        }
+        let circuit = cli.circuit.map(|name| crate::circuit::CircuitConfig {
+            name,
+            state_dir: cli.state_dir.clone(),
+            settings: crate::circuit::breaker::Settings {
+                threshold: cli.circuit_threshold,
+                cooldown: cli.circuit_cooldown,
+                max_cooldown: cli.circuit_max_cooldown,
+                // A probe that never reports back holds its claim this long
+                // (a dead probe on this machine loses it at once).
+                probe_lease: cli
+                    .max_time
+                    .unwrap_or(cli.circuit_max_cooldown)
+                    .max(cli.circuit_cooldown),
+            },
+            status: cli.circuit_status,
+            reset: cli.circuit_reset,
+        });
+
         Ok(Config {
             command: cli.command,
             policy: Policy {
@@ -154,6 +180,7 @@ impl Config {
             explain: cli.explain,
             generate: cli.generate,
             metrics,
+            circuit,
         })
     }
 }

@@ -20,6 +20,8 @@ impl ExitStatus {
     pub const USAGE: ExitStatus = ExitStatus::Code(125);
     /// Timed out and SIGKILL was needed (as coreutils `timeout`).
     pub const KILLED: ExitStatus = ExitStatus::Code(137);
+    /// EX_TEMPFAIL: a circuit is open, try again later.
+    pub const TEMPFAIL: ExitStatus = ExitStatus::Code(75);
 
     /// From a child's exit code. Anything outside 0-255 becomes 255: a
     /// failure must never wrap around to 0.

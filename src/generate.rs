@@ -59,6 +59,10 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ("126", "The command was found but could not be executed."),
     ("127", "The command was not found."),
     (
+        "75",
+        "A circuit (--circuit) is open: the command was not run; try again later (EX_TEMPFAIL).",
+    ),
+    (
         "signal N",
         "The final attempt died of signal N, or retry received SIGINT, SIGTERM, SIGHUP or SIGQUIT: retry dies of the same signal (core dumps off), so a shell shows 128+N.",
     ),
@@ -84,6 +88,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "RETRY_HINT_FILE",
         "Given to the child: a path the attempt may write one word to, which decides over every other rule: 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap). Read after the attempt, removed before the next.",
+    ),
+    (
+        "RETRY_STATE_DIR",
+        "Where circuits (--circuit) are kept when --state-dir is not given; else $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
     ),
     (
         "NO_COLOR",

@@ -3,6 +3,7 @@
 mod attempt;
 mod backoff;
 mod child;
+mod circuit;
 mod classify;
 mod cli;
 mod config;
@@ -79,6 +80,30 @@ fn run() -> ExitStatus {
         Ok(reporter) => reporter,
         Err(err) => return usage_error(&format!("{err:#}")),
     };
+    let circuit = match config.circuit.as_ref().map(circuit::open).transpose() {
+        Ok(circuit) => circuit,
+        Err(err) => return usage_error(&format!("--circuit: {err:#}")),
+    };
+    if let (Some(circuit), Some(settings)) = (&circuit, &config.circuit) {
+        if settings.status {
+            return match circuit.status() {
+                Ok(text) => {
+                    let _ = std::io::stdout().write_all(text.as_bytes());
+                    ExitStatus::SUCCESS
+                }
+                Err(err) => usage_error(&format!("--circuit-status: {err:#}")),
+            };
+        }
+        if settings.reset {
+            return match circuit.reset() {
+                Ok(_) => {
+                    let _ = writeln!(std::io::stdout(), "circuit {} reset: closed", circuit.name);
+                    ExitStatus::SUCCESS
+                }
+                Err(err) => usage_error(&format!("--circuit-reset: {err:#}")),
+            };
+        }
+    }
     let signals = match signals::install() {
         Ok(signals) => signals,
         Err(err) => {
@@ -87,7 +112,13 @@ fn run() -> ExitStatus {
         }
     };
     child::adopt_orphans();
-    match runner::run(&config, &signals, &mut reporter) {
+    let result = match &circuit {
+        Some(circuit) => circuit::guard(circuit, &mut reporter, |reporter| {
+            runner::run(&config, &signals, reporter)
+        }),
+        None => runner::run(&config, &signals, &mut reporter),
+    };
+    match result {
         Ok(summary) => {
             if let Some((path, name)) = &config.metrics {
                 let text = metrics::render(name, &summary, std::time::SystemTime::now());

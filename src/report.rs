@@ -309,6 +309,22 @@ impl Reporter {
         }
     }
 
+    /// A run refused by an open circuit: said even with `-q`, since nothing ran.
+    pub fn circuit_open(&mut self, message: &str, exit_code: i32, elapsed: Duration) {
+        if self.json {
+            self.event(json!({
+                "event": "done",
+                "outcome": RunOutcome::CircuitOpen.as_str(),
+                "attempts": 0,
+                "elapsed_ms": millis(elapsed),
+                "exit_code": exit_code,
+                "message": message,
+            }));
+        } else {
+            self.say("1;31", message);
+        }
+    }
+
     pub fn done(&mut self, record: &DoneRecord) {
         if self.json {
             if self.verbosity != Verbosity::Quiet || record.outcome != RunOutcome::Success {
@@ -348,7 +364,7 @@ impl Reporter {
                 );
                 self.say("1;31", &line);
             }
-            RunOutcome::CircuitOpen => self.say("1;31", &record.detail.clone()),
+            RunOutcome::CircuitOpen => {}
             _ => {
                 let why = match record.outcome {
                     RunOutcome::Permanent => "permanent failure, ",

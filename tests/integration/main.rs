@@ -3,6 +3,7 @@
 //! Durations are milliseconds and timing bounds generous, so the suite
 //! stays fast and robust on a loaded 2-core machine.
 
+mod circuit;
 mod core;
 mod io;
 mod process;

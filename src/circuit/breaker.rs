@@ -1,0 +1,355 @@
+//! The circuit breaker's state machine, pure: the clock comes in as `now`
+//! (milliseconds since the Unix epoch, shared by every process and host),
+//! and whether another run's probe is still alive is asked of the caller.
+//!
+//! Closed: runs go ahead; `threshold` failed runs in a row open it.
+//! Open: runs are refused until the cooldown has passed.
+//! Half-open: exactly one run, the probe, goes ahead; the others are
+//! refused. Its success closes the circuit and resets everything; its failure
+//! reopens it with the cooldown doubled (up to the maximum). A probe that
+//! vanished without a word (killed, its host gone) loses its claim when its
+//! lease ends or, on the same host, when its process is gone.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    #[default]
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Closed => "closed",
+            Phase::Open => "open",
+            Phase::HalfOpen => "half-open",
+        }
+    }
+}
+
+/// Who runs the half-open probe, and until when the claim holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    pub host: String,
+    pub pid: u32,
+    pub started_ms: u64,
+    pub lease_until_ms: u64,
+}
+
+/// What is stored per circuit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CircuitState {
+    pub phase: Phase,
+    /// Failed runs in a row.
+    pub failures: u32,
+    /// While open: when the cooldown ends.
+    pub open_until_ms: Option<u64>,
+    /// The cooldown now in force (doubles per failed probe); 0 before the
+    /// circuit first opens.
+    pub cooldown_ms: u64,
+    pub probe: Option<Probe>,
+    pub updated_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub threshold: u32,
+    pub cooldown: Duration,
+    pub max_cooldown: Duration,
+    /// How long a probe's claim holds if it never reports back.
+    pub probe_lease: Duration,
+}
+
+/// The answer to "may this run go ahead?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Closed: run as usual.
+    Run,
+    /// Half-open: run, as the one probe.
+    Probe,
+    /// Open (or another run is probing): do not run before `until_ms`.
+    Refuse { until_ms: u64, probing: bool },
+}
+
+/// How the run that was admitted ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunResult {
+    Success,
+    /// Retry exits non-zero because the command failed.
+    Failure,
+    /// Interrupted by a signal: says nothing about the dependency.
+    Aborted,
+}
+
+fn ms(duration: Duration) -> u64 {
+    duration.as_millis().min(u64::MAX as u128) as u64
+}
+
+/// Decide whether a run may go ahead, updating the state (claiming the probe).
+pub fn admit(
+    state: &mut CircuitState,
+    settings: &Settings,
+    now_ms: u64,
+    me: &Probe,
+    probe_alive: impl Fn(&Probe) -> bool,
+) -> Admission {
+    match state.phase {
+        Phase::Closed => Admission::Run,
+        Phase::Open => {
+            let until = state.open_until_ms.unwrap_or(0);
+            if now_ms < until {
+                return Admission::Refuse {
+                    until_ms: until,
+                    probing: false,
+                };
+            }
+            claim_probe(state, settings, now_ms, me)
+        }
+        Phase::HalfOpen => match &state.probe {
+            Some(probe) if now_ms < probe.lease_until_ms && probe_alive(probe) => {
+                Admission::Refuse {
+                    until_ms: probe.lease_until_ms,
+                    probing: true,
+                }
+            }
+            _ => claim_probe(state, settings, now_ms, me),
+        },
+    }
+}
+
+fn claim_probe(
+    state: &mut CircuitState,
+    settings: &Settings,
+    now_ms: u64,
+    me: &Probe,
+) -> Admission {
+    state.phase = Phase::HalfOpen;
+    state.probe = Some(Probe {
+        started_ms: now_ms,
+        lease_until_ms: now_ms.saturating_add(ms(settings.probe_lease)),
+        ..me.clone()
+    });
+    state.updated_ms = now_ms;
+    Admission::Probe
+}
+
+fn holds_probe(state: &CircuitState, me: &Probe) -> bool {
+    state.phase == Phase::HalfOpen
+        && state
+            .probe
+            .as_ref()
+            .is_some_and(|p| p.host == me.host && p.pid == me.pid)
+}
+
+/// Record how an admitted run ended.
+pub fn record(
+    state: &mut CircuitState,
+    settings: &Settings,
+    now_ms: u64,
+    me: &Probe,
+    result: RunResult,
+) {
+    state.updated_ms = now_ms;
+    if holds_probe(state, me) {
+        state.probe = None;
+        match result {
+            RunResult::Success => {
+                *state = CircuitState {
+                    updated_ms: now_ms,
+                    ..CircuitState::default()
+                };
+            }
+            RunResult::Failure => {
+                let doubled = state
+                    .cooldown_ms
+                    .max(ms(settings.cooldown))
+                    .saturating_mul(2);
+                state.cooldown_ms = doubled
+                    .min(ms(settings.max_cooldown))
+                    .max(ms(settings.cooldown).min(ms(settings.max_cooldown)));
+                state.failures = state.failures.saturating_add(1);
+                state.phase = Phase::Open;
+                state.open_until_ms = Some(now_ms.saturating_add(state.cooldown_ms));
+            }
+            RunResult::Aborted => {
+                // Give the probe back at once: the next run probes.
+                state.phase = Phase::Open;
+                state.open_until_ms = Some(now_ms);
+            }
+        }
+        return;
+    }
+    // A run admitted while closed.
+    match result {
+        RunResult::Success => {
+            if state.phase == Phase::Closed {
+                state.failures = 0;
+            }
+        }
+        RunResult::Failure => {
+            if state.phase != Phase::Closed {
+                // Others opened it meanwhile; their cooldown stands.
+                return;
+            }
+            state.failures = state.failures.saturating_add(1);
+            if state.failures >= settings.threshold {
+                state.phase = Phase::Open;
+                state.cooldown_ms = ms(settings.cooldown);
+                state.open_until_ms = Some(now_ms.saturating_add(state.cooldown_ms));
+            }
+        }
+        RunResult::Aborted => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: u64 = 60_000;
+
+    fn settings() -> Settings {
+        Settings {
+            threshold: 3,
+            cooldown: Duration::from_secs(60),
+            max_cooldown: Duration::from_secs(300),
+            probe_lease: Duration::from_secs(600),
+        }
+    }
+
+    fn me(pid: u32) -> Probe {
+        Probe {
+            host: "h".into(),
+            pid,
+            started_ms: 0,
+            lease_until_ms: 0,
+        }
+    }
+
+    fn alive(_: &Probe) -> bool {
+        true
+    }
+
+    #[test]
+    fn opens_after_threshold_consecutive_failures_and_a_success_resets_the_count() {
+        let (s, mut state) = (settings(), CircuitState::default());
+        for _ in 0..2 {
+            assert_eq!(admit(&mut state, &s, 0, &me(1), alive), Admission::Run);
+            record(&mut state, &s, 0, &me(1), RunResult::Failure);
+        }
+        record(&mut state, &s, 0, &me(1), RunResult::Success);
+        assert_eq!(state.failures, 0);
+        for _ in 0..3 {
+            assert_eq!(admit(&mut state, &s, 1000, &me(1), alive), Admission::Run);
+            record(&mut state, &s, 1000, &me(1), RunResult::Failure);
+        }
+        assert_eq!(state.phase, Phase::Open);
+        assert_eq!(state.open_until_ms, Some(1000 + MIN));
+        assert_eq!(
+            admit(&mut state, &s, 2000, &me(2), alive),
+            Admission::Refuse {
+                until_ms: 1000 + MIN,
+                probing: false
+            }
+        );
+    }
+
+    fn opened() -> CircuitState {
+        CircuitState {
+            phase: Phase::Open,
+            failures: 3,
+            open_until_ms: Some(MIN),
+            cooldown_ms: MIN,
+            probe: None,
+            updated_ms: 0,
+        }
+    }
+
+    #[test]
+    fn after_the_cooldown_exactly_one_run_probes() {
+        let s = settings();
+        let mut state = opened();
+        assert_eq!(admit(&mut state, &s, MIN, &me(1), alive), Admission::Probe);
+        assert_eq!(state.phase, Phase::HalfOpen);
+        for pid in 2..10 {
+            assert!(matches!(
+                admit(&mut state, &s, MIN + 5, &me(pid), alive),
+                Admission::Refuse { probing: true, .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn a_successful_probe_closes_and_resets_everything() {
+        let s = settings();
+        let mut state = opened();
+        admit(&mut state, &s, MIN, &me(1), alive);
+        record(&mut state, &s, MIN + 10, &me(1), RunResult::Success);
+        assert_eq!(state.phase, Phase::Closed);
+        assert_eq!(state.failures, 0);
+        assert_eq!(state.cooldown_ms, 0);
+        assert_eq!(state.probe, None);
+    }
+
+    #[test]
+    fn each_failed_probe_doubles_the_cooldown_up_to_the_maximum() {
+        let s = settings();
+        let mut state = opened();
+        let mut now = MIN;
+        let mut cooldowns = Vec::new();
+        for _ in 0..5 {
+            assert_eq!(admit(&mut state, &s, now, &me(1), alive), Admission::Probe);
+            record(&mut state, &s, now, &me(1), RunResult::Failure);
+            assert_eq!(state.phase, Phase::Open);
+            cooldowns.push(state.cooldown_ms / 1000);
+            now = state.open_until_ms.unwrap();
+        }
+        assert_eq!(cooldowns, [120, 240, 300, 300, 300]);
+    }
+
+    #[test]
+    fn a_vanished_probe_loses_its_claim() {
+        let s = settings();
+        let mut state = opened();
+        admit(&mut state, &s, MIN, &me(1), alive);
+        // Its process is gone: the next run takes over at once.
+        assert_eq!(
+            admit(&mut state, &s, MIN + 1, &me(2), |p| p.pid != 1),
+            Admission::Probe
+        );
+        // Or its lease ran out.
+        let lease_end = state.probe.as_ref().unwrap().lease_until_ms;
+        assert_eq!(
+            admit(&mut state, &s, lease_end, &me(3), alive),
+            Admission::Probe
+        );
+        assert_eq!(state.probe.as_ref().unwrap().pid, 3);
+    }
+
+    #[test]
+    fn an_aborted_probe_hands_the_probe_to_the_next_run() {
+        let s = settings();
+        let mut state = opened();
+        admit(&mut state, &s, MIN, &me(1), alive);
+        record(&mut state, &s, MIN + 5, &me(1), RunResult::Aborted);
+        assert_eq!(
+            admit(&mut state, &s, MIN + 6, &me(2), alive),
+            Admission::Probe
+        );
+    }
+
+    #[test]
+    fn a_late_failure_does_not_restart_anothers_cooldown() {
+        let s = settings();
+        let mut state = opened();
+        let before = state.clone();
+        record(&mut state, &s, 30_000, &me(7), RunResult::Failure);
+        assert_eq!(state.open_until_ms, before.open_until_ms);
+    }
+}

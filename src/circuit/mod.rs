@@ -1,0 +1,291 @@
+//! `--circuit NAME`: a circuit breaker that lasts across runs and is shared
+//! by every process (and, with a shared store, every host) naming the same
+//! circuit. Backoff protects a dependency within one run; the circuit stops
+//! each new cron or CI run from hammering a broken dependency from the top
+//! of its schedule again.
+//!
+//! `breaker` holds the pure state machine, `store` the load-modify-store
+//! interface, `file` the local store. This module ties them to a run.
+
+pub mod breaker;
+pub mod file;
+pub mod store;
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Result, bail};
+
+use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings};
+use store::Store;
+
+/// The circuit settings from the command line.
+#[derive(Clone, Debug)]
+pub struct CircuitConfig {
+    pub name: String,
+    pub state_dir: Option<PathBuf>,
+    pub settings: Settings,
+    pub status: bool,
+    pub reset: bool,
+}
+
+/// Where circuit state lives without `--state-dir`: `$RETRY_STATE_DIR`,
+/// else `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
+pub fn default_state_dir() -> Result<PathBuf> {
+    let nonempty = |key: &str| {
+        std::env::var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = nonempty("RETRY_STATE_DIR") {
+        return Ok(dir);
+    }
+    if let Some(dir) = nonempty("XDG_STATE_HOME") {
+        return Ok(dir.join("retry"));
+    }
+    match nonempty("HOME") {
+        Some(home) => Ok(home.join(".local/state/retry")),
+        None => {
+            bail!("no state directory: set --state-dir, RETRY_STATE_DIR, XDG_STATE_HOME or HOME")
+        }
+    }
+}
+
+/// Circuit names become file names and keys: keep them plain.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(
+            "a circuit name is 1-128 letters, digits, '.', '_' or '-', not starting with '.'"
+                .into(),
+        )
+    }
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn timestamp(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+pub struct Circuit {
+    pub name: String,
+    store: Box<dyn Store>,
+    settings: Settings,
+    me: Probe,
+}
+
+/// What `admit` decided, and what to tell the user.
+pub struct Decision {
+    pub admission: Admission,
+    pub warning: Option<String>,
+    pub state: CircuitState,
+}
+
+impl Circuit {
+    pub fn new(name: &str, store: Box<dyn Store>, settings: Settings) -> Circuit {
+        Circuit {
+            name: name.to_string(),
+            store,
+            settings,
+            me: Probe {
+                host: hostname(),
+                pid: std::process::id(),
+                started_ms: 0,
+                lease_until_ms: 0,
+            },
+        }
+    }
+
+    pub fn admit(&self) -> Result<Decision> {
+        let mut admission = Admission::Run;
+        let (settings, me) = (&self.settings, &self.me);
+        let store = &self.store;
+        let updated = self.store.update(&self.name, &mut |state| {
+            admission = breaker::admit(state, settings, now_ms(), me, |probe| {
+                store.probe_alive(&probe.host, probe.pid, &me.host)
+            });
+        })?;
+        Ok(Decision {
+            admission,
+            warning: updated.warning,
+            state: updated.state,
+        })
+    }
+
+    pub fn record(&self, result: RunResult) -> Result<Option<String>> {
+        let (settings, me) = (&self.settings, &self.me);
+        let updated = self.store.update(&self.name, &mut |state| {
+            breaker::record(state, settings, now_ms(), me, result)
+        })?;
+        Ok(updated.warning)
+    }
+
+    pub fn reset(&self) -> Result<Option<String>> {
+        let updated = self.store.update(&self.name, &mut |state| {
+            *state = CircuitState {
+                updated_ms: now_ms(),
+                ..CircuitState::default()
+            }
+        })?;
+        Ok(updated.warning)
+    }
+
+    /// `--circuit-status`: the state, failures, and until when.
+    pub fn status(&self) -> Result<String> {
+        let updated = self.store.update(&self.name, &mut |_| {})?;
+        let state = updated.state;
+        let now = now_ms();
+        let mut text = String::new();
+        if let Some(warning) = updated.warning {
+            text.push_str(&format!("warning: {warning}\n"));
+        }
+        let phase = match (state.phase, state.open_until_ms) {
+            (Phase::Open, Some(until)) if until <= now => {
+                "open (cooldown over: the next run probes)".to_string()
+            }
+            (Phase::Open, Some(until)) => format!(
+                "open until {} (in {})",
+                timestamp(until),
+                crate::report::human(Duration::from_millis(until - now))
+            ),
+            (Phase::HalfOpen, _) => match &state.probe {
+                Some(probe) => format!(
+                    "half-open: probe running on {} (pid {}) since {}",
+                    probe.host,
+                    probe.pid,
+                    timestamp(probe.started_ms)
+                ),
+                None => "half-open".to_string(),
+            },
+            (phase, _) => phase.as_str().to_string(),
+        };
+        text.push_str(&format!("circuit {}: {phase}\n", self.name));
+        text.push_str(&format!(
+            "failed runs in a row: {} (opens at {})\n",
+            state.failures, self.settings.threshold
+        ));
+        let cooldown = if state.cooldown_ms == 0 {
+            self.settings.cooldown
+        } else {
+            Duration::from_millis(state.cooldown_ms)
+        };
+        text.push_str(&format!(
+            "cooldown: {} (doubles with each failed probe, up to {})\n",
+            crate::report::human(cooldown),
+            crate::report::human(self.settings.max_cooldown)
+        ));
+        text.push_str(&format!("stored in: {}\n", self.store.describe()));
+        Ok(text)
+    }
+
+    /// The message for a refused run.
+    pub fn refusal(&self, until_ms: u64, probing: bool, state: &CircuitState) -> String {
+        let wait = crate::report::human(Duration::from_millis(until_ms.saturating_sub(now_ms())));
+        if probing {
+            format!(
+                "circuit {} is half-open and another run is probing it; not running the command (try again after {}, in {wait})",
+                self.name,
+                timestamp(until_ms)
+            )
+        } else {
+            format!(
+                "circuit {} is open until {} (in {wait}) after {} failed runs in a row; not running the command",
+                self.name,
+                timestamp(until_ms),
+                state.failures
+            )
+        }
+    }
+}
+
+/// Open the store `config` names.
+pub fn open(config: &CircuitConfig) -> Result<Circuit> {
+    let dir = match &config.state_dir {
+        Some(dir) => dir.clone(),
+        None => default_state_dir()?,
+    };
+    let store = file::FileStore::open(&dir)?;
+    Ok(Circuit::new(&config.name, Box::new(store), config.settings))
+}
+
+/// Run `run` behind the circuit: refuse at once while it is open (exit
+/// 75, EX_TEMPFAIL), record the result afterwards. Trouble with the store
+/// never blocks the job: it runs as if the circuit were closed.
+pub fn guard(
+    circuit: &Circuit,
+    reporter: &mut crate::report::Reporter,
+    run: impl FnOnce(&mut crate::report::Reporter) -> Result<crate::runner::RunSummary>,
+) -> Result<crate::runner::RunSummary> {
+    use crate::report::RunOutcome;
+    let started = std::time::Instant::now();
+    let admitted = match circuit.admit() {
+        Ok(decision) => {
+            if let Some(warning) = &decision.warning {
+                reporter.warning("circuit", warning);
+            }
+            if let Admission::Refuse { until_ms, probing } = decision.admission {
+                let message = circuit.refusal(until_ms, probing, &decision.state);
+                let status = crate::exit::ExitStatus::TEMPFAIL;
+                reporter.circuit_open(&message, status.as_number(), started.elapsed());
+                return Ok(crate::runner::RunSummary {
+                    status,
+                    outcome: RunOutcome::CircuitOpen,
+                    attempts: 0,
+                    elapsed: started.elapsed(),
+                });
+            }
+            true
+        }
+        Err(err) => {
+            reporter.warning(
+                "circuit",
+                &format!(
+                    "circuit {}: {err:#}; running as if it were closed",
+                    circuit.name
+                ),
+            );
+            false
+        }
+    };
+    let summary = run(reporter)?;
+    if admitted {
+        let result = match summary.outcome {
+            RunOutcome::Success => RunResult::Success,
+            RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,
+            RunOutcome::Permanent | RunOutcome::Exhausted | RunOutcome::Deadline => {
+                RunResult::Failure
+            }
+        };
+        match circuit.record(result) {
+            Ok(Some(warning)) => reporter.warning("circuit", &warning),
+            Ok(None) => {}
+            Err(err) => reporter.warning(
+                "circuit",
+                &format!(
+                    "circuit {}: cannot record the result: {err:#}",
+                    circuit.name
+                ),
+            ),
+        }
+    }
+    Ok(summary)
+}
