@@ -50,6 +50,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--generate', '--generate', [CompletionResultType]::ParameterName, 'Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit')
             [CompletionResult]::new('--circuit', '--circuit', [CompletionResultType]::ParameterName, 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]')
+            [CompletionResult]::new('--state-url', '--state-url', [CompletionResultType]::ParameterName, 'Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)')
+            [CompletionResult]::new('--state-timeout', '--state-timeout', [CompletionResultType]::ParameterName, 'Connect and command timeout for --state-url; past it the job runs as if the circuit were closed')
             [CompletionResult]::new('--circuit-threshold', '--circuit-threshold', [CompletionResultType]::ParameterName, 'Failed runs in a row that open the circuit')
             [CompletionResult]::new('--circuit-cooldown', '--circuit-cooldown', [CompletionResultType]::ParameterName, 'How long an opened circuit refuses runs before one run may probe')
             [CompletionResult]::new('--circuit-max-cooldown', '--circuit-max-cooldown', [CompletionResultType]::ParameterName, 'Largest cooldown: each failed probe doubles it up to this')

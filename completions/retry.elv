@@ -47,6 +47,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --generate 'Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit'
             cand --circuit 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed'
             cand --state-dir 'Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]'
+            cand --state-url 'Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)'
+            cand --state-timeout 'Connect and command timeout for --state-url; past it the job runs as if the circuit were closed'
             cand --circuit-threshold 'Failed runs in a row that open the circuit'
             cand --circuit-cooldown 'How long an opened circuit refuses runs before one run may probe'
             cand --circuit-max-cooldown 'Largest cooldown: each failed probe doubles it up to this'

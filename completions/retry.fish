@@ -29,6 +29,8 @@ elvish\t''
 powershell\t''"
 complete -c retry -l circuit -d 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed' -r
 complete -c retry -l state-dir -d 'Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
+complete -c retry -l state-url -d 'Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)' -r
+complete -c retry -l state-timeout -d 'Connect and command timeout for --state-url; past it the job runs as if the circuit were closed' -r
 complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit' -r
 complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
 complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r

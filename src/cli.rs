@@ -172,6 +172,14 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", help_heading = CIRCUIT)]
     pub state_dir: Option<PathBuf>,
 
+    /// Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)
+    #[arg(long, value_name = "URL", env = "RETRY_STATE_URL", hide_env_values = true, help_heading = CIRCUIT)]
+    pub state_url: Option<String>,
+
+    /// Connect and command timeout for --state-url; past it the job runs as if the circuit were closed
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub state_timeout: Duration,
+
     /// Failed runs in a row that open the circuit
     #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
     pub circuit_threshold: u32,

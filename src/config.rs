@@ -137,6 +137,8 @@ impl Config {
         let circuit = cli.circuit.map(|name| crate::circuit::CircuitConfig {
             name,
             state_dir: cli.state_dir.clone(),
+            state_url: cli.state_url.clone(),
+            store_timeout: cli.state_timeout,
             settings: crate::circuit::breaker::Settings {
                 threshold: cli.circuit_threshold,
                 cooldown: cli.circuit_cooldown,

@@ -94,6 +94,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Where circuits (--circuit) are kept when --state-dir is not given; else $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
     ),
     (
+        "RETRY_STATE_URL",
+        "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS) where circuits are kept, shared by a fleet; the same as --state-url.",
+    ),
+    (
         "NO_COLOR",
         "When set and not empty, retry's messages are never coloured (they are coloured only on a terminal anyway).",
     ),

@@ -146,8 +146,8 @@ impl Store for FileStore {
         Ok(Updated { state, warning })
     }
 
-    fn describe(&self) -> String {
-        format!("state directory {}", self.dir.display())
+    fn describe(&self, name: &str) -> String {
+        self.state_path(name).display().to_string()
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod breaker;
 pub mod file;
+pub mod redis;
 pub mod store;
 
 use std::path::PathBuf;
@@ -24,6 +25,10 @@ use store::Store;
 pub struct CircuitConfig {
     pub name: String,
     pub state_dir: Option<PathBuf>,
+    /// `--state-url` (or RETRY_STATE_URL): keep circuits in Redis.
+    pub state_url: Option<String>,
+    /// Connect and command timeout for the shared store.
+    pub store_timeout: Duration,
     pub settings: Settings,
     pub status: bool,
     pub reset: bool,
@@ -193,7 +198,7 @@ impl Circuit {
             crate::report::human(cooldown),
             crate::report::human(self.settings.max_cooldown)
         ));
-        text.push_str(&format!("stored in: {}\n", self.store.describe()));
+        text.push_str(&format!("stored in: {}\n", self.store.describe(&self.name)));
         Ok(text)
     }
 
@@ -219,6 +224,16 @@ impl Circuit {
 
 /// Open the store `config` names.
 pub fn open(config: &CircuitConfig) -> Result<Circuit> {
+    if let Some(url) = &config.state_url {
+        // Long enough to outlive any cooldown and probe lease: what expires
+        // is a circuit nobody has used for that long.
+        let settings = &config.settings;
+        let ttl = (settings.max_cooldown + settings.probe_lease)
+            .saturating_mul(4)
+            .max(Duration::from_secs(24 * 3600));
+        let store = redis::RedisStore::open(url, config.store_timeout, ttl)?;
+        return Ok(Circuit::new(&config.name, Box::new(store), config.settings));
+    }
     let dir = match &config.state_dir {
         Some(dir) => dir.clone(),
         None => default_state_dir()?,

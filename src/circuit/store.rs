@@ -19,8 +19,8 @@ pub trait Store {
     /// host) using the same store. A missing or unreadable state is closed.
     fn update(&self, name: &str, change: &mut dyn FnMut(&mut CircuitState)) -> Result<Updated>;
 
-    /// For messages: where the state is kept.
-    fn describe(&self) -> String;
+    /// For messages: where circuit `name` is kept.
+    fn describe(&self, name: &str) -> String;
 
     /// Whether a probe held by `pid` on `host` may still be running. Stores
     /// on one machine can look; shared ones trust the lease.

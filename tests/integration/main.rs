@@ -5,6 +5,7 @@
 
 mod circuit;
 mod core;
+mod fleet;
 mod io;
 mod process;
 mod shipping;

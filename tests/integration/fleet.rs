@@ -1,0 +1,411 @@
+//! Fleet-wide circuits in a real Redis: several "hosts" (processes with
+//! separate state directories) sharing one circuit, and Redis failing in
+//! every way that must not block a job.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// A private redis-server on a free port, stopped when dropped.
+struct Redis {
+    process: Child,
+    port: u16,
+    password: Option<&'static str>,
+}
+
+impl Redis {
+    /// `None` (with a message) when no redis-server exists here; in CI a
+    /// missing server is a failure, not a skip.
+    fn start(password: Option<&'static str>) -> Option<Redis> {
+        let found = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "redis-server is required in CI (scripts/test installs it)"
+            );
+            eprintln!("SKIPPED: no redis-server binary found (apt-get install redis-server)");
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut command = Command::new("redis-server");
+        command.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]);
+        if let Some(password) = password {
+            command.args(["--requirepass", password]);
+        }
+        let process = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let redis = Redis {
+            process,
+            port,
+            password,
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while redis.command("PING").is_none() {
+            assert!(
+                Instant::now() < end,
+                "redis-server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(redis)
+    }
+
+    fn url(&self) -> String {
+        match self.password {
+            Some(password) => format!("redis://:{password}@127.0.0.1:{}/0", self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
+    }
+
+    /// Send one inline command; the first reply line.
+    fn command(&self, line: &str) -> Option<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        if let Some(password) = self.password {
+            write!(stream, "AUTH {password}\r\n").ok()?;
+            let mut ok = [0u8; 5];
+            stream.read_exact(&mut ok).ok()?;
+        }
+        write!(stream, "{line}\r\n").ok()?;
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while stream.read(&mut byte).ok()? == 1 && byte[0] != b'\n' {
+            reply.push(byte[0]);
+        }
+        Some(String::from_utf8_lossy(&reply).trim().to_string())
+    }
+
+    fn stop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One "host": its own state directory, the shared Redis.
+fn host(redis: &Redis, state: &std::path::Path, name: &str) -> assert_cmd::Command {
+    let mut command = retry();
+    command
+        .args([
+            "-q",
+            "-n",
+            "1",
+            "--circuit",
+            name,
+            "--circuit-threshold",
+            "2",
+            "--circuit-cooldown",
+            "300ms",
+            "--state-url",
+            &redis.url(),
+            "--state-dir",
+        ])
+        .arg(state);
+    command
+}
+
+#[test]
+fn three_hosts_share_one_circuit_through_redis() {
+    let Some(redis) = Redis::start(None) else {
+        return;
+    };
+    let hosts: Vec<tempfile::TempDir> = (0..3).map(|_| scratch()).collect();
+    let work = scratch();
+    // Host 0 and host 1 each fail once: the shared circuit opens.
+    host(&redis, hosts[0].path(), "fleet")
+        .args(["--", "false"])
+        .assert()
+        .code(1);
+    host(&redis, hosts[1].path(), "fleet")
+        .args(["--", "false"])
+        .assert()
+        .code(1);
+    // Host 2 never failed, yet is refused.
+    let ran = tally(work.path(), "ran");
+    host(&redis, hosts[2].path(), "fleet")
+        .args(["--", "sh", "-c", &ran])
+        .assert()
+        .code(75);
+    assert_eq!(lines(work.path(), "ran"), 0);
+    // Nothing was written to the hosts' own state directories.
+    for dir in &hosts {
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+    // The key carries a TTL.
+    let ttl: i64 = redis
+        .command("PTTL retry:circuit:fleet")
+        .unwrap()
+        .trim_start_matches(':')
+        .parse()
+        .unwrap();
+    assert!(ttl > 0, "no TTL on the key: {ttl}");
+
+    // After the cooldown, the three hosts try at once: exactly one probes.
+    std::thread::sleep(Duration::from_millis(350));
+    let probe = format!("{}; sleep 0.4", tally(work.path(), "probes"));
+    let children: Vec<Child> = hosts
+        .iter()
+        .map(|dir| {
+            retry_std()
+                .args([
+                    "-q",
+                    "-n",
+                    "1",
+                    "--circuit",
+                    "fleet",
+                    "--circuit-threshold",
+                    "2",
+                    "--circuit-cooldown",
+                    "300ms",
+                    "--state-url",
+                    &redis.url(),
+                    "--state-dir",
+                ])
+                .arg(dir.path())
+                .args(["--", "sh", "-c", &probe])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut codes: Vec<i32> = children
+        .into_iter()
+        .map(|mut c| c.wait().unwrap().code().unwrap())
+        .collect();
+    codes.sort();
+    assert_eq!(codes, [0, 75, 75]);
+    assert_eq!(lines(work.path(), "probes"), 1);
+    // The probe succeeded: closed for everyone.
+    for dir in &hosts {
+        host(&redis, dir.path(), "fleet")
+            .args(["--", "true"])
+            .assert()
+            .success();
+    }
+    retry()
+        .args([
+            "--circuit",
+            "fleet",
+            "--state-url",
+            &redis.url(),
+            "--circuit-status",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("circuit fleet: closed"))
+        .stdout(predicate::str::contains("key retry:circuit:fleet"));
+}
+
+#[test]
+fn redis_stopped_in_the_middle_of_a_run_does_not_stop_the_job() {
+    let Some(mut redis) = Redis::start(None) else {
+        return;
+    };
+    let work = scratch();
+    let started = work.path().join("started");
+    let go_on = work.path().join("go-on");
+    let body = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exit 3",
+        started.display(),
+        go_on.display()
+    );
+    let child = retry_std()
+        .args([
+            "-n",
+            "1",
+            "--circuit",
+            "midrun",
+            "--state-url",
+            &redis.url(),
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(5));
+    redis.stop();
+    std::fs::write(&go_on, "").unwrap();
+    let began = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot record the result"));
+    assert!(began.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_wrong_password_gives_a_clear_error_and_the_job_runs() {
+    let Some(redis) = Redis::start(Some("right-password")) else {
+        return;
+    };
+    let url = format!("redis://:wrong-password@127.0.0.1:{}/0", redis.port);
+    retry()
+        .args([
+            "-n",
+            "1",
+            "--circuit",
+            "auth",
+            "--state-url",
+            &url,
+            "--",
+            "sh",
+            "-c",
+            "echo ran; exit 4",
+        ])
+        .assert()
+        .code(4)
+        .stdout("ran\n")
+        .stderr(
+            predicate::str::contains("authentication failed")
+                .or(predicate::str::contains("AuthenticationFailed")),
+        )
+        .stderr(predicate::str::contains("running as if it were closed"))
+        .stderr(predicate::str::contains("wrong-password").not());
+    // The right password works, and the JSON log carries the warning event.
+    let out = retry()
+        .args([
+            "--log-format",
+            "json",
+            "-n",
+            "1",
+            "--circuit",
+            "auth",
+            "--state-url",
+            &url,
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let events = json_events(&out.stderr);
+    assert_eq!(events[0]["event"], "warning");
+    assert_eq!(events[0]["kind"], "circuit");
+    retry()
+        .args([
+            "-n",
+            "1",
+            "--circuit",
+            "auth",
+            "--state-url",
+            &redis.url(),
+            "--",
+            "true",
+        ])
+        .assert()
+        .success()
+        .stderr("");
+}
+
+#[test]
+fn an_unreachable_or_silent_redis_never_hangs_the_job() {
+    // Nothing listens: refused at once.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    retry()
+        .args([
+            "-n",
+            "1",
+            "--circuit",
+            "gone",
+            "--state-url",
+            &format!("redis://127.0.0.1:{port}/0"),
+            "--",
+            "true",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("running as if it were closed"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    // A server that accepts and never answers: the command timeout ends it.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().take(4) {
+            held.push(stream);
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let started = Instant::now();
+    retry()
+        .args([
+            "-n",
+            "1",
+            "--state-timeout",
+            "200ms",
+            "--circuit",
+            "slow",
+            "--state-url",
+            &format!("redis://127.0.0.1:{port}/0"),
+            "--",
+            "sh",
+            "-c",
+            "exit 6",
+        ])
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains("running as if it were closed"));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(holder);
+}
+
+#[test]
+fn a_malformed_state_url_is_a_usage_error() {
+    retry()
+        .args([
+            "--circuit",
+            "x",
+            "--state-url",
+            "http://example",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("--state-url"));
+}
