@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use crate::child::{ChildIo, Finished, Launch};
 use crate::classify::Ending;
 use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
-use crate::signals::Event;
+use crate::signals::Events;
 use crate::stdin::AttemptStdin;
 
 /// How long pumps may keep draining after the attempt's process is gone.
@@ -77,7 +77,7 @@ pub fn run(
     mut spec: AttemptSpec<'_>,
     output: &OutputPlan<'_>,
     stdin: AttemptStdin<'_>,
-    events: &Receiver<Event>,
+    events: &mut Events,
 ) -> Result<Outcome> {
     let started = Instant::now();
     let mut jobs = Vec::new();
@@ -124,6 +124,19 @@ pub fn run(
     };
     // Close our copies of the child's ends, or the pumps never see EOF.
     drop(spec.launch);
+
+    if jobs.is_empty() && feeder.is_none() {
+        // Nothing to pump or feed: no threads, no pipes.
+        let finished = running.supervise(events, spec.deadline, spec.kill_after, false);
+        return Ok(Outcome {
+            finished,
+            scan: ScanResult::default(),
+            downstream_closed: false,
+            stderr_mid_line: false,
+            duration: started.elapsed(),
+            stdin_error: None,
+        });
+    }
 
     let (pump_cancel_watch, pump_cancel) = pipe()?;
     let (feed_cancel_watch, feed_cancel) = pipe()?;

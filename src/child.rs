@@ -18,13 +18,12 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
 use crate::classify::Ending;
-use crate::signals::{Event, Inherited, TERMINATING};
+use crate::signals::{Event, Events, Inherited, TERMINATING};
 
 /// A standard descriptor for the child. Kept as data (not `Stdio`) so that a
 /// second spawn, the `/bin/sh` fallback, can wire the same descriptors.
@@ -231,7 +230,7 @@ impl Running {
     /// between SIGTERM and SIGKILL. Then clean up its group and reap it.
     pub fn supervise(
         mut self,
-        events: &Receiver<Event>,
+        events: &mut Events,
         deadline: Option<Instant>,
         kill_after: Duration,
         clean_group_on_success: bool,
@@ -264,12 +263,8 @@ impl Running {
             .into_iter()
             .flatten()
             .min();
-            let event = match wake {
-                Some(at) => events.recv_timeout(at.saturating_duration_since(now)),
-                None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            };
-            match event {
-                Ok(Event::Signal {
+            match events.next(wake) {
+                Some(Event::Signal {
                     signal,
                     from_terminal,
                 }) => {
@@ -283,12 +278,7 @@ impl Running {
                         kill_at = kill_at.or(Some(Instant::now() + kill_after));
                     }
                 }
-                Ok(Event::ChildChanged) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    // The signal thread is gone (it never ends while we run);
-                    // look at the child again shortly rather than spin.
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+                Some(Event::ChildChanged) | None => {}
             }
         };
 
@@ -320,7 +310,7 @@ impl Running {
     /// `adopt_orphans`), so their exits wake us through SIGCHLD and we reap
     /// them; a member whose own parent still lives is looked at every 50 ms.
     /// Returns a terminating signal received meanwhile.
-    fn end_leftovers(&self, events: &Receiver<Event>, kill_after: Duration) -> Option<i32> {
+    fn end_leftovers(&self, events: &mut Events, kill_after: Duration) -> Option<i32> {
         let mut interrupted = None;
         let mut kill_at = Instant::now() + kill_after;
         let give_up = kill_at + Duration::from_secs(2);
@@ -343,7 +333,7 @@ impl Running {
             let wait = wake
                 .saturating_duration_since(now)
                 .min(Duration::from_millis(50));
-            if let Ok(Event::Signal { signal, .. }) = events.recv_timeout(wait) {
+            if let Some(Event::Signal { signal, .. }) = events.next(Some(now + wait)) {
                 interrupted = interrupted.or(Some(signal));
                 kill_at = Instant::now();
             }

@@ -168,15 +168,18 @@ impl Run<'_> {
     }
 }
 
-pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> Result<RunSummary> {
+pub fn run(
+    config: &Config,
+    signals: &mut SignalEvents,
+    reporter: &mut Reporter,
+) -> Result<RunSummary> {
     let started = Instant::now();
     let mut rng: SmallRng = rand::make_rng();
     let run_id = format!("{:032x}", rng.random::<u128>());
-    let hint_dir = tempfile::Builder::new()
-        .prefix("retry-")
-        .tempdir()
-        .context("creating a directory for the hint file")?;
-    let hint_path = hint_dir.path().join("hint");
+    // The hint file's name holds the run's random id, so nobody can guess
+    // it in advance; no directory is needed (and none is left behind).
+    let hint = HintFile(std::env::temp_dir().join(format!("retry-{run_id}.hint")));
+    let hint_path = &hint.0;
     let mut stdin = StdinSource::new(config.stdin)?;
     let patterns = if config.patterns.is_empty() && !config.retry_after {
         None
@@ -222,7 +225,7 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
             ceiling: config.splay,
             source: SleepSource::Splay,
         });
-        if let Some(signal) = signals::sleep_until(&signals.events, Instant::now() + delay) {
+        if let Some(signal) = signals::sleep_until(&mut signals.events, Instant::now() + delay) {
             return Ok(run.interrupted(signal));
         }
     }
@@ -238,7 +241,7 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
                 "stdin is a pipe: attempt 2 and later read only what earlier attempts left (--stdin replay gives each the whole input)",
             );
         }
-        let _ = std::fs::remove_file(&hint_path);
+        let _ = std::fs::remove_file(hint_path);
         if let Some(spool) = &stdout_spool {
             truncate(spool)?;
         }
@@ -248,7 +251,7 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
             .into_iter()
             .flatten()
             .min();
-        let env = child_env(attempt, config.attempts, &run_id, previous_exit, &hint_path);
+        let env = child_env(attempt, config.attempts, &run_id, previous_exit, hint_path);
         let spec = AttemptSpec {
             launch: Launch {
                 argv: &config.command,
@@ -263,14 +266,14 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
             kill_after: config.kill_after,
         };
         let stdin_now = stdin.for_attempt()?;
-        let outcome = attempt::run(spec, &output, stdin_now, &signals.events)?;
+        let outcome = attempt::run(spec, &output, stdin_now, &mut signals.events)?;
         run.reporter.child_left_line_open(outcome.stderr_mid_line);
         if let Some(problem) = &outcome.stdin_error {
             run.reporter.warning("stdin", problem);
         }
 
-        let hint = read_hint(&hint_path, run.reporter);
-        let verdict = judge(&outcome, hint, &config.exit_rules, patterns.as_ref());
+        let hint_word = read_hint(hint_path, run.reporter);
+        let verdict = judge(&outcome, hint_word, &config.exit_rules, patterns.as_ref());
         let finished = &outcome.finished;
         previous_exit = Some(shell_status(&finished.ending));
         let status = attempt_status(finished);
@@ -326,7 +329,7 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
             return Ok(run.done(RunOutcome::Exhausted, status, describe_status(finished)));
         }
 
-        let (sleep, source) = next_sleep(hint, config.retry_after, &outcome.scan, || {
+        let (sleep, source) = next_sleep(hint_word, config.retry_after, &outcome.scan, || {
             backoff.next(&mut rng)
         });
         let wake = Instant::now() + sleep.delay;
@@ -349,7 +352,7 @@ pub fn run(config: &Config, signals: &SignalEvents, reporter: &mut Reporter) -> 
                 source,
             }),
         );
-        if let Some(signal) = signals::sleep_until(&signals.events, wake) {
+        if let Some(signal) = signals::sleep_until(&mut signals.events, wake) {
             return Ok(run.interrupted(signal));
         }
     }
@@ -447,7 +450,16 @@ fn child_env(
     ]
 }
 
-fn read_hint(path: &PathBuf, reporter: &mut Reporter) -> Option<classify::Hint> {
+/// The hint file of a run: removed when the run ends, however it ends.
+struct HintFile(PathBuf);
+
+impl Drop for HintFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn read_hint(path: &Path, reporter: &mut Reporter) -> Option<classify::Hint> {
     let bytes = std::fs::read(path).ok()?;
     let _ = std::fs::remove_file(path);
     match hint::parse_hint(&String::from_utf8_lossy(&bytes)) {

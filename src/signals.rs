@@ -1,8 +1,10 @@
 //! Signal hygiene at startup, and delivery of signals into the main loop.
 //!
-//! Signals reach the runner as [`Event`]s on one channel, so a single
-//! `recv_timeout` wakes for whichever comes first: a signal, a child changing
-//! state (SIGCHLD) or a deadline. Nothing polls a flag.
+//! Signal handlers only write to a self-pipe (signal-hook's delivery, with
+//! the signal's origin); the main thread waits on that pipe with `poll` and a
+//! timeout, so one wait wakes for whichever comes first: a signal, a child
+//! changing state (SIGCHLD is in the set) or a deadline. No thread, no
+//! channel, and nothing polls a flag.
 //!
 //! Why signal-hook and not ctrlc (the design card's crate): ctrlc cannot tell
 //! SIGINT from SIGTERM or SIGHUP, so retry could neither forward the signal it
@@ -10,11 +12,13 @@
 //! `nohup retry ...`. signal-hook reports the signal and its origin, and we
 //! simply do not register signals the caller ignored.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use signal_hook::iterator::SignalsInfo;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 
@@ -38,8 +42,15 @@ pub struct Inherited {
     pub ignores_ttou: bool,
 }
 
+/// The source of [`Event`]s: the self-pipe the signal handlers write to.
+pub struct Events {
+    delivery: SignalDelivery<UnixStream, WithOrigin>,
+    /// Signals taken from the pipe but not yet handed out.
+    queued: std::collections::VecDeque<Event>,
+}
+
 pub struct SignalEvents {
-    pub events: Receiver<Event>,
+    pub events: Events,
     pub inherited: Inherited,
 }
 
@@ -87,8 +98,14 @@ pub fn install() -> Result<SignalEvents> {
         .collect();
     handled.push(libc::SIGCHLD);
 
-    let mut signals =
-        SignalsInfo::<WithOrigin>::new(&handled).context("installing signal handlers")?;
+    let (read, write) = UnixStream::pair().context("creating the signal pipe")?;
+    read.set_nonblocking(true)
+        .context("setting up the signal pipe")?;
+    write
+        .set_nonblocking(true)
+        .context("setting up the signal pipe")?;
+    let delivery = SignalDelivery::with_pipe(read, write, WithOrigin::default(), &handled)
+        .context("installing signal handlers")?;
     // SAFETY: setting dispositions of job-control signals for this process.
     unsafe {
         // Our own messages to a terminal, when we are in the background,
@@ -96,46 +113,73 @@ pub fn install() -> Result<SignalEvents> {
         libc::signal(libc::SIGTTOU, libc::SIG_IGN);
         libc::signal(libc::SIGTTIN, libc::SIG_IGN);
     }
+    Ok(SignalEvents {
+        events: Events {
+            delivery,
+            queued: Default::default(),
+        },
+        inherited,
+    })
+}
 
-    let (sender, events) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for origin in signals.forever() {
-                let event = if origin.signal == libc::SIGCHLD {
-                    Event::ChildChanged
-                } else {
-                    Event::Signal {
-                        signal: origin.signal,
-                        from_terminal: origin.cause == Cause::Kernel,
-                    }
-                };
-                if sender.send(event).is_err() {
-                    break;
-                }
+impl Events {
+    /// The next event, waiting until `until` at most (`None`: no limit).
+    /// Returns `None` when the time is up first.
+    pub fn next(&mut self, until: Option<Instant>) -> Option<Event> {
+        loop {
+            if let Some(event) = self.queued.pop_front() {
+                return Some(event);
             }
-        })
-        .context("starting the signal thread")?;
-    Ok(SignalEvents { events, inherited })
+            let timeout = match until {
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        // Still hand out what already arrived.
+                        self.collect();
+                        return self.queued.pop_front();
+                    }
+                    Some(Timespec::try_from(left).unwrap_or(Timespec {
+                        tv_sec: i64::MAX,
+                        tv_nsec: 0,
+                    }))
+                }
+                None => None,
+            };
+            let read = self.delivery.get_read().as_fd();
+            let mut fds = [PollFd::new(&read, PollFlags::IN)];
+            match poll(&mut fds, timeout.as_ref()) {
+                Ok(0) => return None,
+                Ok(_) => self.collect(),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Move what the handlers recorded into the queue.
+    fn collect(&mut self) {
+        for origin in self.delivery.pending() {
+            let event = if origin.signal == libc::SIGCHLD {
+                Event::ChildChanged
+            } else {
+                Event::Signal {
+                    signal: origin.signal,
+                    from_terminal: origin.cause == Cause::Kernel,
+                }
+            };
+            self.queued.push_back(event);
+        }
+    }
 }
 
 /// Sleep until `until`, unless a terminating signal comes first: then return it.
 /// Child state changes that arrive meanwhile are of no interest here.
-pub fn sleep_until(events: &Receiver<Event>, until: Instant) -> Option<i32> {
+pub fn sleep_until(events: &mut Events, until: Instant) -> Option<i32> {
     loop {
-        let now = Instant::now();
-        if now >= until {
-            return None;
-        }
-        match events.recv_timeout(until - now) {
-            Ok(Event::Signal { signal, .. }) => return Some(signal),
-            Ok(Event::ChildChanged) => continue,
-            Err(RecvTimeoutError::Timeout) => return None,
-            // The signal thread is gone: no signal can arrive any more.
-            Err(RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(until.saturating_duration_since(Instant::now()));
-                return None;
-            }
+        match events.next(Some(until)) {
+            Some(Event::Signal { signal, .. }) => return Some(signal),
+            Some(Event::ChildChanged) => continue,
+            None => return None,
         }
     }
 }

@@ -9,4 +9,5 @@ mod fleet;
 mod io;
 mod process;
 mod shipping;
+mod simulation;
 mod util;

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""Whole-process benchmarks of retry, with baselines measured in the same run.
+
+    python3 benches/run.py            # everything; rewrites BENCHMARKS.md
+    python3 benches/run.py --quick    # smaller data and fewer runs, for a try-out
+    python3 benches/run.py --only one,attempts   # some sections; prints only
+
+Sections: one (a single successful attempt), attempts (per-attempt cost),
+scan (scanning throughput and memory), replay (stdin replay), sleep (sleep
+accuracy), occ (real contention against a local optimistic-concurrency
+server), sim (Brooker's simulation, `cargo bench --bench contention`).
+
+Every figure is a median over several runs; wall time comes from a monotonic
+clock around posix_spawn/wait4, peak RSS from wait4's rusage (the largest
+process of the measured tree). Ratios are against baselines measured in the
+same run, interleaved with retry's own runs.
+"""
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RETRY = os.path.join(ROOT, "target", "release", "retry")
+DEVNULL = os.open(os.devnull, os.O_RDWR)
+GIB = 1 << 30
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("RETRY_")}
+
+
+def spawn(argv, stdin=None, stdout=None, stderr=None):
+    """Run argv; return (seconds, peak RSS in KiB, exit status)."""
+    actions = [
+        (os.POSIX_SPAWN_DUP2, stdin if stdin is not None else DEVNULL, 0),
+        (os.POSIX_SPAWN_DUP2, stdout if stdout is not None else DEVNULL, 1),
+        (os.POSIX_SPAWN_DUP2, stderr if stderr is not None else DEVNULL, 2),
+    ]
+    path = shutil.which(argv[0]) or argv[0]
+    start = time.monotonic()
+    pid = os.posix_spawn(path, argv, ENV, file_actions=actions)
+    _, status, usage = os.wait4(pid, 0)
+    return time.monotonic() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def sh(script):
+    return ["/bin/sh", "-c", script]
+
+
+def measure(variants, runs):
+    """Interleave the variants `runs` times; medians of wall and max of RSS."""
+    walls = {name: [] for name in variants}
+    rss = {name: 0 for name in variants}
+    for _ in range(runs):
+        for name, argv in variants.items():
+            wall, peak, _ = spawn(argv)
+            walls[name].append(wall)
+            rss[name] = max(rss[name], peak)
+    return {name: (statistics.median(walls[name]), rss[name]) for name in variants}
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.2f} ms"
+
+
+def mib(kib):
+    return f"{kib / 1024:.1f} MiB"
+
+
+def verdict(ok):
+    return "yes" if ok else "**no**"
+
+
+class Report:
+    def __init__(self):
+        self.sections = []
+
+    def add(self, title, text):
+        print(f"\n## {title}\n\n{text}", flush=True)
+        self.sections.append((title, text))
+
+
+def bench_one(report, runs):
+    results = measure(
+        {
+            "true": ["true"],
+            "timeout 10 true": ["timeout", "10", "true"],
+            "retry -- true": [RETRY, "--", "true"],
+        },
+        runs,
+    )
+    base, timeout, ours = results["true"], results["timeout 10 true"], results["retry -- true"]
+    rows = [
+        "| command | median wall | peak RSS |",
+        "|---|---:|---:|",
+        *(f"| `{name}` | {ms(w)} | {mib(r)} |" for name, (w, r) in results.items()),
+        "",
+        f"- retry / timeout: **{ours[0] / timeout[0]:.2f}x** (target <= 1.1: {verdict(ours[0] / timeout[0] <= 1.1)})",
+        f"- retry / true: {ours[0] / base[0]:.2f}x",
+        f"- retry's peak RSS: **{mib(ours[1])}** (target < 3 MiB: {verdict(ours[1] < 3 * 1024)})",
+        "",
+        f"{runs} runs each, interleaved.",
+    ]
+    report.add("One successful attempt", "\n".join(rows))
+
+
+def bench_attempts(report, runs):
+    loop = "i=0; while [ $i -lt 200 ]; do /bin/false; i=$((i+1)); done"
+    results = measure(
+        {
+            "shell loop": sh(loop),
+            "retry": [RETRY, "-q", "-n", "200", "-d", "0", "--", "/bin/false"],
+        },
+        runs,
+    )
+    (shell, _), (ours, ours_rss) = results["shell loop"], results["retry"]
+    rows = [
+        "| 200 attempts of `/bin/false`, no delay | median wall | per attempt |",
+        "|---|---:|---:|",
+        f"| `sh -c '{loop}'` | {ms(shell)} | {shell / 200 * 1e6:.0f} us |",
+        f"| `retry -q -n 200 -d 0 -- /bin/false` | {ms(ours)} | {ours / 200 * 1e6:.0f} us |",
+        "",
+        f"- retry / shell loop: **{ours / shell:.2f}x** (target <= 1.1: {verdict(ours / shell <= 1.1)}); retry's peak RSS {mib(ours_rss)}",
+        "",
+        f"{runs} runs each, interleaved.",
+    ]
+    report.add("Per-attempt cost", "\n".join(rows))
+
+
+def make_data(directory, size):
+    lines = os.path.join(directory, "lines")
+    random = os.path.join(directory, "random")
+    line = "x" * 99
+    subprocess.run(sh(f"yes {line} | head -c {size} > {lines}"), check=True)
+    subprocess.run(sh(f"head -c {size} /dev/urandom > {random}"), check=True)
+    return {"100-byte lines": lines, "random bytes": random}
+
+
+def bench_scan(report, runs, data, size):
+    pattern = "NEVER_MATCHES_[0-9]{3}"
+    rows = [
+        f"| input ({size // (1 << 20)} MiB) | path | baseline `cat` | retry | throughput | retry / baseline | peak RSS |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    ok_speed, ok_memory = True, True
+    for label, path in data.items():
+        for stream, scan_flags, redirect in (
+            ("stderr", ["--retry-on-output", pattern], ">&2"),
+            ("stdout", ["--scan-stdout", "--retry-on-output", pattern], ""),
+        ):
+            results = measure(
+                {
+                    "cat": sh(f"cat {path} {redirect}"),
+                    "retry": [RETRY, "-q", *scan_flags, "--", "sh", "-c", f"cat {path} {redirect}"],
+                },
+                runs,
+            )
+            (base, _), (ours, rss) = results["cat"], results["retry"]
+            throughput = size / ours / GIB
+            if label == "100-byte lines":
+                ok_speed &= throughput >= 1.0
+            ok_memory &= rss < 8 * 1024
+            rows.append(
+                f"| {label} | {stream} | {ms(base)} | {ms(ours)} | {throughput:.2f} GiB/s | {ours / base:.2f}x | {mib(rss)} |"
+            )
+    rows += [
+        "",
+        f"- scanning 100-byte lines at >= 1 GiB/s: {verdict(ok_speed)}; peak RSS < 8 MiB for every input: {verdict(ok_memory)}",
+        f"- pattern `{pattern}` (never matches: every line is scanned), output to /dev/null; {runs} runs each, interleaved.",
+    ]
+    report.add("Scanning throughput and memory", "\n".join(rows))
+
+
+def bench_replay(report, runs, data, size):
+    path = data["random bytes"]
+    child = "cat >/dev/null; exit 1"
+    results = measure(
+        {
+            "cat | cat (one reader)": sh(f"cat {path} | cat >/dev/null"),
+            "retry --stdin replay, 3 attempts": sh(
+                f"cat {path} | {RETRY} -q --stdin replay -n 3 -d 0 -- sh -c '{child}'"
+            ),
+        },
+        runs,
+    )
+    (base, _), (ours, rss) = results["cat | cat (one reader)"], results["retry --stdin replay, 3 attempts"]
+    delivered = 3 * size / ours / (1 << 20)
+    rows = [
+        f"| {size // (1 << 20)} MiB piped in | median wall | delivered to attempts | peak RSS |",
+        "|---|---:|---:|---:|",
+        f"| `cat file \\| cat` (baseline, one pass) | {ms(base)} | {size / base / (1 << 20):.0f} MiB/s | |",
+        f"| `cat file \\| retry --stdin replay -n 3 -- sh -c '{child}'` | {ms(ours)} | {delivered:.0f} MiB/s | {mib(rss)} |",
+        "",
+        f"- replay at >= 500 MiB/s: {verdict(delivered >= 500)}; memory bounded (< 8 MiB): {verdict(rss < 8 * 1024)}",
+        f"- three attempts each read the whole input (the first from the pipe, teed to the spool; the others from the spool); {runs} runs each.",
+    ]
+    report.add("Stdin replay", "\n".join(rows))
+
+
+def bench_sleep(report, sleeps):
+    """Oversleep of 10 ms backoff sleeps: gaps between attempt starts, minus
+    10 ms, minus the gap of the same run without sleeps."""
+
+    def gaps(delay):
+        with tempfile.NamedTemporaryFile(delete=False) as stamps:
+            name = stamps.name
+        child = f"date +%s%N >> {name}; exit 1"
+        spawn([RETRY, "-q", "-n", str(sleeps + 1), "-d", delay, "-c", delay, "-j", "none", "--", "sh", "-c", child])
+        with open(name) as f:
+            times = [int(line) for line in f if line.strip()]
+        os.unlink(name)
+        return [(b - a) / 1e6 for a, b in zip(times, times[1:])]
+
+    without = statistics.median(gaps("0"))
+    over = sorted(g - 10.0 - without for g in gaps("10ms"))
+    median = statistics.median(over)
+    rows = [
+        f"| {sleeps} sleeps of 10 ms | median oversleep | worst oversleep |",
+        "|---|---:|---:|",
+        f"| `retry -d 10ms -c 10ms -j none` | {median:.3f} ms | {max(over):.3f} ms |",
+        "",
+        f"- median under 1 ms: {verdict(median < 1.0)}",
+        f"- method: the child stamps its start (`date +%s%N`); each gap between starts, minus 10 ms, minus the median gap of the same run with `-d 0` ({without:.2f} ms: spawning and `date`), is the oversleep.",
+    ]
+    report.add("Sleep accuracy", "\n".join(rows))
+
+
+def bench_occ(report, counts, jitters):
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "benches", "occ_server.py")], stdout=subprocess.PIPE, text=True)
+    port = int(server.stdout.readline())
+    base = f"http://127.0.0.1:{port}"
+    child = f"v=$(curl -sf {base}/version) && curl -sf -X POST '{base}/write?version='$v >/dev/null"
+    rows = [
+        "| clients | jitter | writes reaching the server | writes per client | time until all finish |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    try:
+        for count in counts:
+            for jitter in jitters:
+                before = [int(x) for x in subprocess.run(["curl", "-sf", f"{base}/stats"], capture_output=True, text=True).stdout.split()]
+                start = time.monotonic()
+                procs = [
+                    subprocess.Popen(
+                        [RETRY, "-q", "-j", jitter, "-d", "10ms", "-c", "2s", "--max-time", "600s", "--", "sh", "-c", child],
+                        env=ENV,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    for _ in range(count)
+                ]
+                codes = [p.wait() for p in procs]
+                elapsed = time.monotonic() - start
+                after = [int(x) for x in subprocess.run(["curl", "-sf", f"{base}/stats"], capture_output=True, text=True).stdout.split()]
+                writes, accepted = after[0] - before[0], after[1] - before[1]
+                assert accepted == count and not any(codes), (codes, accepted)
+                rows.append(f"| {count} | {jitter} | {writes} | {writes / count:.1f} | {elapsed:.2f} s |")
+                print(rows[-1], flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+    rows += [
+        "",
+        "Each of N `retry` processes (started at once) runs `sh -c` with two `curl` calls: read the version, then write it back; a 409 (the version moved) fails the attempt and retry backs off (`--delay 10ms --cap 2s`, the jitter shown). One run per row.",
+    ]
+    report.add("Real contention: N retry processes against one optimistic-concurrency server", "\n".join(rows))
+
+
+def bench_sim(report):
+    out = subprocess.run(["cargo", "bench", "--quiet", "--bench", "contention"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    report.add("Contention simulation (Brooker's model, retry's own backoff code)", out.strip())
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    timeout_version = subprocess.run(["timeout", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return f"{os.cpu_count()} cores, {cpu}, Linux {platform.release()}; {timeout_version}; {time.strftime('%Y-%m-%d')}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="one,attempts,scan,replay,sleep,occ,sim")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    report = Report()
+    size = (256 << 20) if args.quick else GIB
+    runs = 5 if args.quick else 15
+    if "one" in only:
+        bench_one(report, 50 if args.quick else 300)
+    if "attempts" in only:
+        bench_attempts(report, runs)
+    if only & {"scan", "replay"}:
+        with tempfile.TemporaryDirectory(prefix="retry-bench-") as directory:
+            data = make_data(directory, size)
+            if "scan" in only:
+                bench_scan(report, 3 if args.quick else 5, data, size)
+            if "replay" in only:
+                bench_replay(report, 3 if args.quick else 5, data, size)
+    if "sleep" in only:
+        bench_sleep(report, 100)
+    if "occ" in only:
+        bench_occ(report, [20] if args.quick else [20, 50], ["none", "full", "equal", "decorrelated"])
+    if "sim" in only:
+        bench_sim(report)
+    if args.quick or args.only != parser.get_default("only"):
+        return
+    path = os.path.join(ROOT, "BENCHMARKS.md")
+    with open(path) as f:
+        text = f.read()
+    generated = "\n\n".join(f"### {title}\n\n{body}" for title, body in report.sections)
+    block = f"<!-- generated by benches/run.py -->\nMachine: {machine()}.\n\n{generated}\n<!-- end generated -->"
+    text = re.sub(r"<!-- generated by benches/run.py -->.*<!-- end generated -->", lambda _: block, text, flags=re.S)
+    with open(path, "w") as f:
+        f.write(text)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()
