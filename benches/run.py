@@ -34,7 +34,9 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith("RETRY_")}
 
 
 def spawn(argv, stdin=None, stdout=None, stderr=None):
-    """Run argv; return (seconds, peak RSS in KiB, exit status)."""
+    """Run argv; return (seconds, peak RSS in KiB, exit status). The RSS is
+    wait4's, which on Linux also counts the spawning process's own memory
+    (the child starts as a copy of it): see peak_rss for a clean figure."""
     actions = [
         (os.POSIX_SPAWN_DUP2, stdin if stdin is not None else DEVNULL, 0),
         (os.POSIX_SPAWN_DUP2, stdout if stdout is not None else DEVNULL, 1),
@@ -51,15 +53,24 @@ def sh(script):
     return ["/bin/sh", "-c", script]
 
 
+def peak_rss(argv):
+    """Peak RSS in KiB of the largest process of argv's tree, measured by GNU
+    time (a small C program, so what the child inherits before exec is
+    small too; a Python parent's 15 MiB would swamp the figure)."""
+    with tempfile.NamedTemporaryFile(mode="r") as report:
+        subprocess.run(["/usr/bin/time", "-o", report.name, "-f", "%M", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+        return int(report.read().strip().splitlines()[-1])
+
+
 def measure(variants, runs):
-    """Interleave the variants `runs` times; medians of wall and max of RSS."""
+    """Interleave the variants `runs` times: median wall time; then the
+    largest peak RSS over three separate runs under GNU time."""
     walls = {name: [] for name in variants}
-    rss = {name: 0 for name in variants}
     for _ in range(runs):
         for name, argv in variants.items():
-            wall, peak, _ = spawn(argv)
+            wall, _, _ = spawn(argv)
             walls[name].append(wall)
-            rss[name] = max(rss[name], peak)
+    rss = {name: max(peak_rss(argv) for _ in range(3)) for name, argv in variants.items()}
     return {name: (statistics.median(walls[name]), rss[name]) for name in variants}
 
 
@@ -209,7 +220,8 @@ def bench_sleep(report, sleeps):
         with tempfile.NamedTemporaryFile(delete=False) as stamps:
             name = stamps.name
         child = f"date +%s%N >> {name}; exit 1"
-        spawn([RETRY, "-q", "-n", str(sleeps + 1), "-d", delay, "-c", delay, "-j", "none", "--", "sh", "-c", child])
+        cap = delay if delay != "0" else "1s"
+        spawn([RETRY, "-q", "-n", str(sleeps + 1), "-d", delay, "-c", cap, "-j", "none", "--", "sh", "-c", child])
         with open(name) as f:
             times = [int(line) for line in f if line.strip()]
         os.unlink(name)

@@ -61,6 +61,14 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("creating a pipe")
 }
 
+/// A pipe for the child's output: larger than the default 64 KiB where the
+/// system allows, so a fast writer needs fewer round trips through us.
+fn output_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let (source, sink) = pipe()?;
+    let _ = rustix::pipe::fcntl_setpipe_size(&sink, crate::output::CHUNK);
+    Ok((source, sink))
+}
+
 struct PumpJob<'a> {
     source: OwnedFd,
     destination: Destination<'a>,
@@ -83,7 +91,7 @@ pub fn run(
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
     if scanning {
-        let (source, sink) = pipe()?;
+        let (source, sink) = output_pipe()?;
         jobs.push(PumpJob {
             source,
             destination: Destination::Fd(own_fd(2)),
@@ -96,7 +104,7 @@ pub fn run(
     }
     if matches!(spec.launch.stdout, ChildIo::Inherit) {
         if scanning && output.scan_stdout {
-            let (source, sink) = pipe()?;
+            let (source, sink) = output_pipe()?;
             let destination = match output.stdout_spool {
                 Some(spool) => Destination::File(spool.try_clone()?),
                 None => Destination::Fd(own_fd(1)),

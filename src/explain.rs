@@ -108,6 +108,15 @@ pub fn render(config: &Config) -> String {
         worst_total = worst_total.saturating_add(row.worst);
         mean_total = mean_total.saturating_add(row.mean);
         least_total = least_total.saturating_add(row.least);
+        let mut line = format!(
+            "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}",
+            retry,
+            retry,
+            human(row.ceiling),
+            human(row.mean),
+            human(worst_total),
+            human(mean_total)
+        );
         if let Some(max_time) = config.max_time {
             if least_total >= max_time {
                 ending = Some(format!(
@@ -118,16 +127,7 @@ pub fn render(config: &Config) -> String {
                 break;
             }
             if config.attempts.is_none() && mean_total >= max_time {
-                let _ = writeln!(
-                    out,
-                    "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}",
-                    retry,
-                    retry,
-                    human(row.ceiling),
-                    human(row.mean),
-                    human(worst_total),
-                    human(mean_total)
-                );
+                let _ = writeln!(out, "{line}");
                 ending = Some(format!(
                     "--max-time {} ends the run around here on average (mean total {}); attempts are unlimited.",
                     human(max_time),
@@ -136,15 +136,6 @@ pub fn render(config: &Config) -> String {
                 break;
             }
         }
-        let mut line = format!(
-            "{:>5}  {:>13}  {:>10}  {:>14}  {:>12}  {:>12}",
-            retry,
-            retry,
-            human(row.ceiling),
-            human(row.mean),
-            human(worst_total),
-            human(mean_total)
-        );
         if let Some(max_time) = config.max_time
             && worst_total >= max_time
             && !warned_max_time

@@ -15,13 +15,14 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use rustix::event::{PollFd, PollFlags, poll};
 
 /// Longest line (prefix) the scanner keeps for matching.
 pub const LINE_WINDOW: usize = 64 * 1024;
-/// Size of one read from the child's pipe (a Linux pipe holds 64 KiB).
-const CHUNK: usize = 64 * 1024;
+/// Size of one read from the child's pipe, and of the pipe itself where
+/// the system allows (`/proc/sys/fs/pipe-max-size` is 1 MiB by default).
+pub const CHUNK: usize = 256 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatternKind {
@@ -43,9 +44,12 @@ pub struct Pattern {
 pub struct PatternSet {
     pub patterns: Vec<Pattern>,
     per_line: RegexSet,
-    /// Multi-line variant for the fast path; `None` when a pattern uses text
-    /// anchors that would make it unsound.
-    per_block: Option<RegexSet>,
+    /// The fast path: one multi-line regex, the alternation of every
+    /// pattern, asked once per chunk whether any line could match. `None`
+    /// when a pattern uses text anchors that would make it unsound. (One
+    /// `Regex` picks far better literal prefilters than a `RegexSet`: 17x
+    /// faster on `x_[0-9]{3}`.)
+    per_block: Option<Regex>,
     /// Index in the sets of the Retry-After pattern, when it is wanted.
     retry_after: Option<usize>,
     retry_after_value: Regex,
@@ -76,8 +80,19 @@ impl PatternSet {
         let per_block = if anchored {
             None
         } else {
-            let multi: Vec<String> = sources.iter().map(|s| format!("(?mR){s}")).collect();
-            build(&multi).ok()
+            // A line matching the Retry-After pattern contains "retry-after";
+            // the looser form keeps the prefilter on its fast literal search.
+            let mut alternatives: Vec<String> = patterns
+                .iter()
+                .map(|p| format!("(?:{})", p.regex.as_str()))
+                .collect();
+            if want_retry_after {
+                alternatives.push("(?i:retry-after)".to_string());
+            }
+            RegexBuilder::new(&format!("(?mR){}", alternatives.join("|")))
+                .size_limit(64 * 1024 * 1024)
+                .build()
+                .ok()
         };
         Ok(PatternSet {
             patterns,

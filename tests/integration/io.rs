@@ -13,80 +13,56 @@ use crate::util::*;
 
 #[test]
 fn a_retry_on_output_match_on_stderr_makes_a_failure_transient() {
-    let dir = scratch();
-    let body = tally(dir.path(), "attempts") + "; echo 'temporary glitch' >&2; exit 1";
     // Without the pattern, --retry-on-exit 2 would make exit 1 permanent.
-    retry()
-        .args([
-            "-n",
-            "3",
-            "-d",
-            "1ms",
-            "--retry-on-exit",
-            "2",
-            "--retry-on-output",
-            "glitch",
-            "--",
-            "sh",
-            "-c",
-            &body,
-        ])
-        .assert()
-        .code(1);
-    assert_eq!(lines(dir.path(), "attempts"), 3);
+    let args = [
+        "-n",
+        "3",
+        "-d",
+        "1ms",
+        "--retry-on-exit",
+        "2",
+        "--retry-on-output",
+        "glitch",
+    ];
+    let (out, attempts) = counted(&args, "echo 'temporary glitch' >&2; exit 1");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(attempts, 3);
 }
 
 #[test]
 fn a_stop_on_output_match_is_permanent_and_beats_retry_on_output() {
-    let dir = scratch();
-    let body = tally(dir.path(), "attempts") + "; echo 'fatal: busy disk' >&2; exit 1";
-    retry()
-        .args([
-            "-n",
-            "3",
-            "-d",
-            "1ms",
-            "--retry-on-output",
-            "busy",
-            "--stop-on-output",
-            "^fatal:",
-            "--",
-            "sh",
-            "-c",
-            &body,
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("fatal: busy disk\n"))
-        .stderr(predicate::str::contains("--stop-on-output '^fatal:'"));
-    assert_eq!(lines(dir.path(), "attempts"), 1);
+    let args = [
+        "-n",
+        "3",
+        "-d",
+        "1ms",
+        "--retry-on-output",
+        "busy",
+        "--stop-on-output",
+        "^fatal:",
+    ];
+    let (out, attempts) = counted(&args, "echo 'fatal: busy disk' >&2; exit 1");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("fatal: busy disk\n") && stderr.contains("--stop-on-output '^fatal:'"),
+        "{stderr}"
+    );
+    assert_eq!(attempts, 1);
 }
 
 #[test]
 fn stdout_is_scanned_only_with_scan_stdout() {
-    let dir = scratch();
-    let body = tally(dir.path(), "attempts") + "; echo fatal; exit 1";
-    retry()
-        .args([
-            "-n",
-            "3",
-            "-d",
-            "1ms",
-            "--stop-on-output",
-            "fatal",
-            "--",
-            "sh",
-            "-c",
-            &body,
-        ])
-        .assert()
-        .code(1)
-        .stdout("fatal\nfatal\nfatal\n");
-    assert_eq!(lines(dir.path(), "attempts"), 3);
-    let dir = scratch();
-    let body = tally(dir.path(), "attempts") + "; echo fatal; exit 1";
-    retry()
-        .args([
+    let (out, attempts) = counted(
+        &["-n", "3", "-d", "1ms", "--stop-on-output", "fatal"],
+        "echo fatal; exit 1",
+    );
+    assert_eq!(
+        (out.stdout.as_slice(), attempts),
+        (&b"fatal\nfatal\nfatal\n"[..], 3)
+    );
+    let (out, attempts) = counted(
+        &[
             "-n",
             "3",
             "-d",
@@ -94,15 +70,10 @@ fn stdout_is_scanned_only_with_scan_stdout() {
             "--scan-stdout",
             "--stop-on-output",
             "fatal",
-            "--",
-            "sh",
-            "-c",
-            &body,
-        ])
-        .assert()
-        .code(1)
-        .stdout("fatal\n");
-    assert_eq!(lines(dir.path(), "attempts"), 1);
+        ],
+        "echo fatal; exit 1",
+    );
+    assert_eq!((out.stdout.as_slice(), attempts), (&b"fatal\n"[..], 1));
 }
 
 #[test]
@@ -376,45 +347,18 @@ fn an_attempt_ends_when_its_child_exits_even_if_a_grandchild_holds_the_pipe() {
 
 #[test]
 fn the_hint_file_decides_over_every_other_rule() {
-    let dir = scratch();
-    let write = |word: &str| {
-        format!(
-            "{}; echo {word} > \"$RETRY_HINT_FILE\"; exit 1",
-            tally(dir.path(), "attempts")
-        )
-    };
-    retry()
-        .args([
-            "-n",
-            "5",
-            "-d",
-            "1ms",
-            "--",
-            "sh",
-            "-c",
-            &write("permanent"),
-        ])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("hint file said permanent"));
-    assert_eq!(lines(dir.path(), "attempts"), 1);
+    let (out, attempts) = counted(
+        &["-n", "5", "-d", "1ms"],
+        "echo permanent > \"$RETRY_HINT_FILE\"; exit 1",
+    );
+    assert_eq!((out.status.code(), attempts), (Some(1), 1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hint file said permanent"));
     // transient beats --stop-on-exit
-    retry()
-        .args([
-            "-n",
-            "3",
-            "-d",
-            "1ms",
-            "--stop-on-exit",
-            "1",
-            "--",
-            "sh",
-            "-c",
-            &write("transient"),
-        ])
-        .assert()
-        .code(1);
-    assert_eq!(lines(dir.path(), "attempts"), 4);
+    let (out, attempts) = counted(
+        &["-n", "3", "-d", "1ms", "--stop-on-exit", "1"],
+        "echo transient > \"$RETRY_HINT_FILE\"; exit 1",
+    );
+    assert_eq!((out.status.code(), attempts), (Some(1), 3));
 }
 
 #[test]

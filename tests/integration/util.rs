@@ -166,3 +166,16 @@ pub fn code_and_signal(status: std::process::ExitStatus) -> (Option<i32>, Option
     use std::os::unix::process::ExitStatusExt;
     (status.code(), status.signal())
 }
+
+/// Run `retry ARGS -- sh -c BODY` where BODY first counts the attempt;
+/// returns the output and the number of attempts that ran.
+pub fn counted(args: &[&str], body: &str) -> (std::process::Output, usize) {
+    let dir = scratch();
+    let script = format!("{}; {body}", tally(dir.path(), "attempts"));
+    let output = retry()
+        .args(args)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    (output, lines(dir.path(), "attempts"))
+}
