@@ -11,14 +11,29 @@ use predicates::prelude::*;
 
 use crate::util::*;
 
-/// A private redis-server on a free port, stopped when dropped.
+/// A redis-server on 127.0.0.1: the one `scripts/test` (and so CI) started
+/// for the suite, or a private one on a free port, stopped when dropped.
 struct Redis {
-    process: Child,
+    process: Option<Child>,
     port: u16,
     password: Option<&'static str>,
 }
 
 impl Redis {
+    /// The suite's shared server when `scripts/test` started one
+    /// (`RETRY_TEST_REDIS_PORT`), else a private one. Tests on it use
+    /// circuit names of their own.
+    fn shared() -> Option<Redis> {
+        match std::env::var("RETRY_TEST_REDIS_PORT").ok().and_then(|p| p.parse().ok()) {
+            Some(port) => Some(Redis {
+                process: None,
+                port,
+                password: None,
+            }),
+            None => Redis::start(None),
+        }
+    }
+
     /// `None` (with a message) when no redis-server exists here; in CI a
     /// missing server is a failure, not a skip.
     fn start(password: Option<&'static str>) -> Option<Redis> {
@@ -101,8 +116,10 @@ impl Redis {
     }
 
     fn stop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
+        if let Some(process) = &mut self.process {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
     }
 }
 
@@ -136,7 +153,7 @@ fn host(redis: &Redis, state: &std::path::Path, name: &str) -> assert_cmd::Comma
 
 #[test]
 fn three_hosts_share_one_circuit_through_redis() {
-    let Some(redis) = Redis::start(None) else {
+    let Some(redis) = Redis::shared() else {
         return;
     };
     let hosts: Vec<tempfile::TempDir> = (0..3).map(|_| scratch()).collect();
