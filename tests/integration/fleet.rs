@@ -24,7 +24,10 @@ impl Redis {
     /// (`RETRY_TEST_REDIS_PORT`), else a private one. Tests on it use
     /// circuit names of their own.
     fn shared() -> Option<Redis> {
-        match std::env::var("RETRY_TEST_REDIS_PORT").ok().and_then(|p| p.parse().ok()) {
+        match std::env::var("RETRY_TEST_REDIS_PORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+        {
             Some(port) => Some(Redis {
                 process: None,
                 port,
@@ -75,7 +78,7 @@ impl Redis {
             .spawn()
             .unwrap();
         let redis = Redis {
-            process,
+            process: Some(process),
             port,
             password,
         };

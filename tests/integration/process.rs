@@ -538,3 +538,32 @@ fn ctrl_c_at_a_terminal_ends_the_run_with_sigint_and_no_second_attempt() {
     assert!(out.contains(&format!("STATUS=-{}", libc::SIGINT)), "{out}");
     assert_eq!(lines(dir.path(), "attempts"), 1, "{out}");
 }
+
+#[test]
+fn foreground_keeps_the_child_in_retrys_group_and_otherwise_it_leads_its_own() {
+    let groups = |args: &[&str]| -> (String, String) {
+        let out = retry()
+            .args(args)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "cut -d' ' -f5 /proc/$$/stat; cut -d' ' -f5 /proc/$PPID/stat",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines().map(str::to_string);
+        (lines.next().unwrap(), lines.next().unwrap())
+    };
+    let (child, retry_group) = groups(&["--foreground"]);
+    assert_eq!(
+        child, retry_group,
+        "--foreground: the child shares retry's group"
+    );
+    let (child, retry_group) = groups(&[]);
+    assert_ne!(
+        child, retry_group,
+        "not a terminal's foreground: the child leads its own group"
+    );
+}
