@@ -45,7 +45,7 @@ Examples:
                   grows from --delay by --multiplier up to --cap (full jitter by default), \
                   so many clients retrying at once spread out instead of arriving together.",
     after_help = AFTER_HELP,
-    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]",
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
     max_term_width = 100
 )]
 pub struct Cli {

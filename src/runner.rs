@@ -233,6 +233,11 @@ pub fn run(
     let mut backoff = config.policy.sleeps();
     let mut previous_exit: Option<i32> = None;
     loop {
+        // A signal that came in since the last wait stops us before we
+        // start anything new.
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            return Ok(run.interrupted(signal));
+        }
         run.attempts += 1;
         let attempt = run.attempts;
         if attempt == 2 && stdin.is_shared_pipe() {

@@ -172,6 +172,11 @@ impl Events {
     }
 }
 
+/// A terminating signal that has already arrived, if any; never waits.
+pub fn pending_signal(events: &mut Events) -> Option<i32> {
+    sleep_until(events, Instant::now())
+}
+
 /// Sleep until `until`, unless a terminating signal comes first: then return it.
 /// Child state changes that arrive meanwhile are of no interest here.
 pub fn sleep_until(events: &mut Events, until: Instant) -> Option<i32> {
