@@ -225,7 +225,7 @@ impl Running {
     }
 
     /// Wait for the attempt to end, woken by its exit, its deadline or a
-    /// signal to retry (all on the one event channel), whichever comes first.
+    /// signal to retry (all through the one event source), whichever comes first.
     /// `deadline` is the attempt's effective limit; `kill_after` the grace
     /// between SIGTERM and SIGKILL. Then clean up its group and reap it.
     pub fn supervise(

@@ -2,7 +2,7 @@
 //!
 //! Asks `backoff` for sleeps, `attempt` for the next outcome, `classify` for
 //! the verdict and `report` for the record. Every wait (the splay, the
-//! backoff) is on the signal channel, so a signal cuts it short at once.
+//! backoff) is on the signal self-pipe, so a signal cuts it short at once.
 
 use std::ffi::OsString;
 use std::fs::File;
