@@ -282,56 +282,36 @@ pub fn run(
         let finished = &outcome.finished;
         previous_exit = Some(shell_status(&finished.ending));
         let status = attempt_status(finished);
-        let mut record = AttemptRecord {
-            attempt,
-            max_attempts: config.attempts,
-            exit_code: match finished.ending {
-                Ending::Exited(code) => Some(code),
-                Ending::NotStarted { status, .. } => Some(status as i32),
-                Ending::Signaled(_) => None,
-            },
-            signal: match finished.ending {
-                Ending::Signaled(signal) => Some(signal),
-                _ => None,
-            },
-            timed_out: finished.timed_out,
-            duration: outcome.duration,
-            outcome: verdict.class,
-            reason: verdict.reason.clone(),
-        };
+        let mut record = attempt_record(attempt, config.attempts, &outcome, &verdict);
 
         if let Some(signal) = finished.interrupted {
-            record.outcome = if verdict.class == Class::Success {
-                Class::Success
-            } else {
-                Class::Permanent
-            };
+            if verdict.class != Class::Success {
+                record.outcome = Class::Permanent;
+            }
             run.reporter.attempt(&record, None);
             return Ok(run.interrupted(signal));
         }
-        match verdict.class {
-            Class::Success => {
-                run.reporter.attempt(&record, None);
-                emit_spool(stdout_spool.as_ref());
-                return Ok(run.done(RunOutcome::Success, ExitStatus::SUCCESS, "exit 0".into()));
-            }
-            Class::Permanent => {
-                run.reporter.attempt(&record, None);
-                emit_spool(stdout_spool.as_ref());
-                return Ok(run.done(RunOutcome::Permanent, status, describe_status(finished)));
-            }
-            Class::Transient => {}
-        }
         let deadline_hit = finished.timed_out && run.deadline.is_some_and(|d| Instant::now() >= d);
-        if deadline_hit {
+        let exhausted = config.attempts.is_some_and(|max| attempt >= max);
+        let end = match verdict.class {
+            Class::Success => Some((
+                RunOutcome::Success,
+                ExitStatus::SUCCESS,
+                "exit 0".to_string(),
+            )),
+            Class::Permanent => Some((RunOutcome::Permanent, status, describe_status(finished))),
+            Class::Transient if deadline_hit => {
+                Some((RunOutcome::Deadline, status, describe_status(finished)))
+            }
+            Class::Transient if exhausted => {
+                Some((RunOutcome::Exhausted, status, describe_status(finished)))
+            }
+            Class::Transient => None,
+        };
+        if let Some((run_outcome, status, detail)) = end {
             run.reporter.attempt(&record, None);
             emit_spool(stdout_spool.as_ref());
-            return Ok(run.done(RunOutcome::Deadline, status, describe_status(finished)));
-        }
-        if config.attempts.is_some_and(|max| attempt >= max) {
-            run.reporter.attempt(&record, None);
-            emit_spool(stdout_spool.as_ref());
-            return Ok(run.done(RunOutcome::Exhausted, status, describe_status(finished)));
+            return Ok(run.done(run_outcome, status, detail));
         }
 
         let (sleep, source) = next_sleep(hint_word, config.retry_after, &outcome.scan, || {
@@ -379,6 +359,32 @@ fn nested_warning(inner: Option<u64>) -> Option<String> {
         show(outer),
         show(inner)
     ))
+}
+
+fn attempt_record(
+    attempt: u64,
+    max_attempts: Option<u64>,
+    outcome: &Outcome,
+    verdict: &classify::Verdict,
+) -> AttemptRecord {
+    let ending = &outcome.finished.ending;
+    AttemptRecord {
+        attempt,
+        max_attempts,
+        exit_code: match ending {
+            Ending::Exited(code) => Some(*code),
+            Ending::NotStarted { status, .. } => Some(*status as i32),
+            Ending::Signaled(_) => None,
+        },
+        signal: match ending {
+            Ending::Signaled(signal) => Some(*signal),
+            _ => None,
+        },
+        timed_out: outcome.finished.timed_out,
+        duration: outcome.duration,
+        outcome: verdict.class,
+        reason: verdict.reason.clone(),
+    }
 }
 
 fn judge(
