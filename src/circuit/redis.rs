@@ -55,17 +55,27 @@ impl RedisStore {
         })
     }
 
+    /// Say "no answer" plainly when the cause is our timeout.
+    fn explain(&self, err: redis::RedisError) -> anyhow::Error {
+        if err.is_connection_refusal() {
+            return anyhow::anyhow!("Redis at {}: connection refused", self.shown);
+        }
+        if err.is_timeout() {
+            anyhow::anyhow!(
+                "Redis at {}: no answer within {} (--state-timeout)",
+                self.shown,
+                crate::report::human(self.timeout)
+            )
+        } else {
+            anyhow::Error::new(err).context(format!("Redis at {}", self.shown))
+        }
+    }
+
     fn connect(&self) -> Result<redis::Connection> {
         let connection = self
             .client
             .get_connection_with_timeout(self.timeout)
-            .with_context(|| {
-                format!(
-                    "Redis at {} (timeout {})",
-                    self.shown,
-                    crate::report::human(self.timeout)
-                )
-            })?;
+            .map_err(|err| self.explain(err))?;
         connection.set_read_timeout(Some(self.timeout))?;
         connection.set_write_timeout(Some(self.timeout))?;
         Ok(connection)
@@ -100,7 +110,7 @@ impl Store for RedisStore {
             let done: Option<(String,)> = pipe.cmd("SET").arg(&key).arg(json).arg("PX").arg(ttl_ms).query(connection)?;
             Ok(done.map(|_| state))
         })
-        .with_context(|| format!("Redis at {}", self.shown))?;
+        .map_err(|err| self.explain(err))?;
         debug_assert!(connection.is_open());
         Ok(Updated { state, warning })
     }
