@@ -567,3 +567,109 @@ fn foreground_keeps_the_child_in_retrys_group_and_otherwise_it_leads_its_own() {
         "not a terminal's foreground: the child leads its own group"
     );
 }
+
+#[test]
+fn sigint_during_the_backoff_ends_retry_by_sigint_without_another_attempt() {
+    let dir = scratch();
+    let body = tally(dir.path(), "attempts") + "; exit 1";
+    let mut child = start_in_background(
+        &["-d", "30s", "-j", "none", "--", "sh", "-c", &body],
+        dir.path(),
+    );
+    wait_for_file(&dir.path().join("attempts"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(100));
+    let sent = Instant::now();
+    send_signal(child.id(), "INT");
+    let status = child.wait().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)));
+    assert_eq!(lines(dir.path(), "attempts"), 1);
+}
+
+#[test]
+fn no_zombie_is_left_during_the_backoff() {
+    let dir = scratch();
+    let body = tally(dir.path(), "attempts") + "; exit 1";
+    let mut child = start_in_background(
+        &["-n", "2", "-d", "2s", "-j", "none", "--", "sh", "-c", &body],
+        dir.path(),
+    );
+    wait_for_file(&dir.path().join("attempts"), Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(300));
+    let retry_pid = child.id().to_string();
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        if fields.get(1) == Some(&retry_pid.as_str()) {
+            children.push(fields[0].to_string());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        children.is_empty(),
+        "retry has children during its sleep: states {children:?}"
+    );
+}
+
+#[test]
+fn the_child_gets_no_descriptor_of_retrys_own() {
+    let descriptors = |runner: &str| -> Vec<String> {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("echo input | {runner} sh -c 'ls /proc/$$/fd'"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // Whatever this test's own environment leaks to every process (a
+    // jobserver pipe, say) is the baseline.
+    let direct = descriptors("");
+    for extra in [
+        "",
+        "--retry-on-output X --scan-stdout",
+        "--stdin replay",
+        "--buffer-stdout",
+    ] {
+        assert_eq!(
+            descriptors(&format!("'{BIN}' -q {extra} --")),
+            direct,
+            "with {extra:?}"
+        );
+    }
+}
+
+#[test]
+fn descriptors_stay_constant_over_hundreds_of_attempts() {
+    let body = "ls /proc/$PPID/fd | wc -l; exit 1";
+    for extra in [&[][..], &["--retry-on-output", "X"][..]] {
+        let out = retry()
+            .args(["-q", "-n", "150", "-d", "0"])
+            .args(extra)
+            .args(["--", "sh", "-c", body])
+            .output()
+            .unwrap();
+        let counts: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(
+            counts.len(),
+            1,
+            "retry's descriptor count changed across attempts ({extra:?}): {counts:?}"
+        );
+    }
+}
