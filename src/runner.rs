@@ -225,7 +225,9 @@ pub fn run(
             ceiling: config.splay,
             source: SleepSource::Splay,
         });
-        if let Some(signal) = signals::sleep_until(&mut signals.events, Instant::now() + delay) {
+        if let Some(signal) =
+            signals::sleep_until(&mut signals.events, Instant::now() + delay, || {})
+        {
             return Ok(run.interrupted(signal));
         }
     }
@@ -337,7 +339,9 @@ pub fn run(
                 source,
             }),
         );
-        if let Some(signal) = signals::sleep_until(&mut signals.events, wake) {
+        if let Some(signal) =
+            signals::sleep_until(&mut signals.events, wake, crate::child::reap_orphans)
+        {
             return Ok(run.interrupted(signal));
         }
     }

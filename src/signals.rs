@@ -174,16 +174,17 @@ impl Events {
 
 /// A terminating signal that has already arrived, if any; never waits.
 pub fn pending_signal(events: &mut Events) -> Option<i32> {
-    sleep_until(events, Instant::now())
+    sleep_until(events, Instant::now(), || {})
 }
 
-/// Sleep until `until`, unless a terminating signal comes first: then return it.
-/// Child state changes that arrive meanwhile are of no interest here.
-pub fn sleep_until(events: &mut Events, until: Instant) -> Option<i32> {
+/// Sleep until `until`, unless a terminating signal comes first: then return
+/// it. A child changing state meanwhile (an orphan adopted from an earlier
+/// attempt, say) calls `on_child`.
+pub fn sleep_until(events: &mut Events, until: Instant, mut on_child: impl FnMut()) -> Option<i32> {
     loop {
         match events.next(Some(until)) {
             Some(Event::Signal { signal, .. }) => return Some(signal),
-            Some(Event::ChildChanged) => continue,
+            Some(Event::ChildChanged) => on_child(),
             None => return None,
         }
     }
