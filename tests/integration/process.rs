@@ -310,23 +310,27 @@ fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
 
 #[test]
 fn yes_into_head_ends_at_once_with_sigpipe() {
-    let started = Instant::now();
-    let out = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "'{BIN}' -n 5 -- yes | head -1; echo \"status=${{PIPESTATUS[0]}}\""
-        ))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("status=141"), "{stdout}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr)
-            .matches("attempt 1/5 failed")
-            .count(),
-        1
-    );
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // Inherited stdout, and stdout scanned through retry's pipe.
+    for scan in ["", "--scan-stdout --retry-on-output X"] {
+        let started = Instant::now();
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "'{BIN}' -n 5 {scan} -- yes | head -1; echo \"status=${{PIPESTATUS[0]}}\""
+            ))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("status=141"), "{scan:?}: {stdout}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.matches("attempt 1/5 failed").count(),
+            1,
+            "{scan:?}: {stderr}"
+        );
+        assert!(!stderr.contains("attempt 2/5"), "{scan:?}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
 }
 
 #[test]
