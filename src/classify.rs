@@ -165,13 +165,13 @@ pub fn classify(observation: &Observation, rules: &[ExitRules]) -> Verdict {
         if let Some(pattern) = output.stop {
             return verdict(
                 Class::Permanent,
-                format!("{what}; output matched {} '{pattern}'", stop_flag(set)),
+                output_reason(&what, set, &pattern, "--stop-on-output"),
             );
         }
         if let Some(pattern) = output.retry {
             return verdict(
                 Class::Transient,
-                format!("{what}; output matched {} '{pattern}'", retry_flag(set)),
+                output_reason(&what, set, &pattern, "--retry-on-output"),
             );
         }
         // A timed-out or signalled attempt has no exit code for 3 and 4.
@@ -221,6 +221,17 @@ pub fn classify(observation: &Observation, rules: &[ExitRules]) -> Verdict {
     verdict(Class::Transient, what)
 }
 
+/// `exit code 1; output matched --retry-on-output 'busy'`, or for a
+/// preset, what its pattern means: `exit code 22; curl reported HTTP 503
+/// ... (preset curl)`.
+fn output_reason(what: &str, set: &ExitRules, pattern: &str, flag: &str) -> String {
+    if set.source.is_empty() {
+        format!("{what}; output matched {flag} '{pattern}'")
+    } else {
+        format!("{what}; {pattern} ({})", set.source)
+    }
+}
+
 fn flag_or_preset(set: &ExitRules, flag: &str) -> String {
     if set.source.is_empty() {
         flag.to_string()
@@ -229,12 +240,6 @@ fn flag_or_preset(set: &ExitRules, flag: &str) -> String {
     }
 }
 
-fn stop_flag(set: &ExitRules) -> String {
-    flag_or_preset(set, "--stop-on-output")
-}
-fn retry_flag(set: &ExitRules) -> String {
-    flag_or_preset(set, "--retry-on-output")
-}
 fn stop_exit_flag(set: &ExitRules) -> String {
     flag_or_preset(set, "--stop-on-exit")
 }

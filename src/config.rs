@@ -94,6 +94,7 @@ impl Config {
                 regex: regex.clone(),
                 rule_set: 0,
                 kind,
+                shown: regex.as_str().to_string(),
             }));
         }
         let mut retry_after = cli.retry_after;

@@ -37,6 +37,9 @@ pub struct Pattern {
     pub regex: Regex,
     pub rule_set: usize,
     pub kind: PatternKind,
+    /// How messages name the rule: the pattern as given, or what a
+    /// preset's pattern means.
+    pub shown: String,
 }
 
 /// The patterns compiled once per run, shared by every pump.
@@ -335,6 +338,7 @@ mod tests {
                     regex: Regex::new(source).unwrap(),
                     rule_set: 0,
                     kind,
+                    shown: source.to_string(),
                 });
             }
         }

@@ -39,6 +39,7 @@ pub fn curl_patterns(rule_set: usize) -> Vec<Pattern> {
         regex: Regex::new(CURL_TRANSIENT_HTTP).expect("constant pattern"),
         rule_set,
         kind: PatternKind::Retry,
+        shown: "curl reported HTTP 408, 429, 500, 502, 503 or 504".to_string(),
     }]
 }
 

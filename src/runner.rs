@@ -105,7 +105,7 @@ fn output_matches(
             continue;
         }
         let slot = &mut matches[pattern.rule_set];
-        let source = Some(pattern.regex.as_str().to_string());
+        let source = Some(pattern.shown.clone());
         match pattern.kind {
             PatternKind::Stop => slot.stop = slot.stop.take().or(source),
             PatternKind::Retry => slot.retry = slot.retry.take().or(source),

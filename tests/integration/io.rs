@@ -483,7 +483,9 @@ fn preset_curl_retries_503_and_502_until_success() {
         .assert()
         .success()
         .stdout("body of 200 OK\n")
-        .stderr(predicate::str::contains("preset curl (--retry-on-output)"));
+        .stderr(predicate::str::contains(
+            "curl reported HTTP 408, 429, 500, 502, 503 or 504 (preset curl)",
+        ));
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
 
