@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::child::{ChildIo, Finished, Launch};
-use crate::classify::Ending;
 use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
 use crate::signals::Events;
 use crate::stdin::AttemptStdin;
@@ -90,6 +89,9 @@ pub fn run(
     let started = Instant::now();
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
+    let scan_stdout = scanning && output.scan_stdout;
+    // Both streams scanned and bound for the same file: one pipe for both.
+    let one_pipe = scan_stdout && output.same_file && output.stdout_spool.is_none();
     if scanning {
         let (source, sink) = output_pipe()?;
         jobs.push(PumpJob {
@@ -97,28 +99,26 @@ pub fn run(
             destination: Destination::Fd(own_fd(2)),
             is_stderr: true,
         });
-        if output.scan_stdout && output.same_file && output.stdout_spool.is_none() {
+        if one_pipe {
             spec.launch.stdout = ChildIo::Fd(sink.try_clone()?);
         }
         spec.launch.stderr = ChildIo::Fd(sink);
     }
-    if matches!(spec.launch.stdout, ChildIo::Inherit) {
-        if scanning && output.scan_stdout {
-            let (source, sink) = output_pipe()?;
-            let destination = match output.stdout_spool {
-                Some(spool) => Destination::File(spool.try_clone()?),
-                None => Destination::Fd(own_fd(1)),
-            };
-            jobs.push(PumpJob {
-                source,
-                destination,
-                is_stderr: false,
-            });
-            spec.launch.stdout = ChildIo::Fd(sink);
-        } else if let Some(spool) = output.stdout_spool {
-            // Nothing to scan: the child writes straight into the spool.
-            spec.launch.stdout = ChildIo::Fd(OwnedFd::from(spool.try_clone()?));
-        }
+    if scan_stdout && !one_pipe {
+        let (source, sink) = output_pipe()?;
+        let destination = match output.stdout_spool {
+            Some(spool) => Destination::File(spool.try_clone()?),
+            None => Destination::Fd(own_fd(1)),
+        };
+        jobs.push(PumpJob {
+            source,
+            destination,
+            is_stderr: false,
+        });
+        spec.launch.stdout = ChildIo::Fd(sink);
+    } else if let Some(spool) = output.stdout_spool {
+        // Nothing to scan: the child writes straight into the spool.
+        spec.launch.stdout = ChildIo::Fd(OwnedFd::from(spool.try_clone()?));
     }
     let AttemptStdin {
         io: stdin_io,
@@ -126,28 +126,26 @@ pub fn run(
     } = stdin;
     spec.launch.stdin = stdin_io;
 
+    // All plumbing exists before the child does: nothing of ours changes
+    // while it runs, and a failure here leaves no child behind.
+    let cancels = if jobs.is_empty() && feeder.is_none() {
+        None
+    } else {
+        Some((pipe()?, pipe()?))
+    };
+
     let running = match crate::child::spawn(&spec.launch) {
         Ok(running) => running,
-        Err(ending) => return Ok(not_started(ending, started)),
+        Err(ending) => return Ok(Outcome::unpumped(Finished::not_started(ending), started)),
     };
     // Close our copies of the child's ends, or the pumps never see EOF.
     drop(spec.launch);
 
-    if jobs.is_empty() && feeder.is_none() {
+    let Some(((pump_cancel_watch, pump_cancel), (feed_cancel_watch, feed_cancel))) = cancels else {
         // Nothing to pump or feed: no threads, no pipes.
-        let finished = running.supervise(events, spec.deadline, spec.kill_after, false);
-        return Ok(Outcome {
-            finished,
-            scan: ScanResult::default(),
-            downstream_closed: false,
-            stderr_mid_line: false,
-            duration: started.elapsed(),
-            stdin_error: None,
-        });
-    }
-
-    let (pump_cancel_watch, pump_cancel) = pipe()?;
-    let (feed_cancel_watch, feed_cancel) = pipe()?;
+        let finished = running.supervise(events, spec.deadline, spec.kill_after);
+        return Ok(Outcome::unpumped(finished, started));
+    };
     let job_count = jobs.len();
     let patterns = output.patterns;
     let (finished, reports, stdin_error) = std::thread::scope(|scope| {
@@ -165,7 +163,7 @@ pub fn run(
             scope.spawn(move || feeder.run(cancel))
         });
 
-        let finished = running.supervise(events, spec.deadline, spec.kill_after, false);
+        let finished = running.supervise(events, spec.deadline, spec.kill_after);
 
         // Stop feeding input at once; give output a moment to drain.
         drop(feed_cancel);
@@ -193,14 +191,8 @@ pub fn run(
         (finished, collected, stdin_error)
     });
 
-    let mut outcome = Outcome {
-        finished,
-        scan: ScanResult::default(),
-        downstream_closed: false,
-        stderr_mid_line: false,
-        duration: started.elapsed(),
-        stdin_error,
-    };
+    let mut outcome = Outcome::unpumped(finished, started);
+    outcome.stdin_error = stdin_error;
     for (is_stderr, report) in reports {
         outcome.scan.merge(&report.scan);
         outcome.downstream_closed |= report.downstream_closed;
@@ -211,18 +203,16 @@ pub fn run(
     Ok(outcome)
 }
 
-fn not_started(ending: Ending, started: Instant) -> Outcome {
-    Outcome {
-        finished: Finished {
-            ending,
-            timed_out: false,
-            killed: false,
-            interrupted: None,
-        },
-        scan: ScanResult::default(),
-        downstream_closed: false,
-        stderr_mid_line: false,
-        duration: started.elapsed(),
-        stdin_error: None,
+impl Outcome {
+    /// An attempt whose output went nowhere through us.
+    fn unpumped(finished: Finished, started: Instant) -> Outcome {
+        Outcome {
+            finished,
+            scan: ScanResult::default(),
+            downstream_closed: false,
+            stderr_mid_line: false,
+            duration: started.elapsed(),
+            stdin_error: None,
+        }
     }
 }

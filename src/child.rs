@@ -191,6 +191,18 @@ fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Ending {
     Ending::NotStarted { status, message }
 }
 
+impl Finished {
+    /// The command could not be started at all.
+    pub fn not_started(ending: Ending) -> Finished {
+        Finished {
+            ending,
+            timed_out: false,
+            killed: false,
+            interrupted: None,
+        }
+    }
+}
+
 impl Running {
     /// Send `signal` to the attempt: its pid and, in group mode, its whole
     /// group; then SIGCONT, so a stopped child can act on it. Only called
@@ -233,7 +245,6 @@ impl Running {
         events: &mut Events,
         deadline: Option<Instant>,
         kill_after: Duration,
-        clean_group_on_success: bool,
     ) -> Finished {
         let mut timed_out = false;
         let mut killed = false;
@@ -283,7 +294,7 @@ impl Running {
         };
 
         let succeeded = ending == Ending::Exited(0) && !timed_out;
-        let clean = self.own_group && (!succeeded || clean_group_on_success);
+        let clean = self.own_group && !succeeded;
         if clean {
             // The leader is still an unreaped zombie, so its group id cannot
             // have been reused: signal the group before reaping.

@@ -105,10 +105,6 @@ impl PatternSet {
             retry_after_value: Regex::new(RETRY_AFTER)?,
         })
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.per_line.is_empty()
-    }
 }
 
 /// What the scanner saw in one stream of one attempt.
@@ -158,9 +154,6 @@ impl<'a> Scanner<'a> {
     }
 
     pub fn feed(&mut self, mut chunk: &[u8]) {
-        if self.set.is_empty() {
-            return;
-        }
         let Some(first_end) = memchr::memchr2(b'\n', b'\r', chunk) else {
             self.keep(chunk);
             return;

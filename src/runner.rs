@@ -197,7 +197,7 @@ pub fn run(
     let output = OutputPlan {
         patterns: patterns.as_ref(),
         scan_stdout: config.scan_stdout,
-        same_file: stdout_is_stderr(),
+        same_file: config.scan_stdout && stdout_is_stderr(),
         stdout_spool: stdout_spool.as_ref(),
     };
     let own_group = !(config.foreground || in_terminal_foreground());
@@ -248,7 +248,6 @@ pub fn run(
                 "stdin is a pipe: attempt 2 and later read only what earlier attempts left (--stdin replay gives each the whole input)",
             );
         }
-        let _ = std::fs::remove_file(hint_path);
         if let Some(spool) = &stdout_spool {
             truncate(spool)?;
         }
@@ -474,9 +473,12 @@ impl Drop for HintFile {
     }
 }
 
+/// Read the attempt's hint and remove the file, so the next attempt starts
+/// without one.
 fn read_hint(path: &Path, reporter: &mut Reporter) -> Option<classify::Hint> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = std::fs::read(path);
     let _ = std::fs::remove_file(path);
+    let bytes = bytes.ok()?;
     match hint::parse_hint(&String::from_utf8_lossy(&bytes)) {
         Ok(hint) => hint,
         Err(problem) => {

@@ -12,7 +12,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -140,8 +140,6 @@ impl Store for FileStore {
         change(&mut state);
         if state != before || warning.is_some() {
             self.store(name, &state)?;
-            let path = self.state_path(name);
-            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         }
         Ok(Updated { state, warning })
     }
@@ -155,6 +153,7 @@ impl Store for FileStore {
 mod tests {
     use super::*;
     use crate::circuit::breaker::Phase;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn state_round_trips_and_files_are_private() {
