@@ -658,7 +658,9 @@ fn the_child_gets_no_descriptor_of_retrys_own() {
 
 #[test]
 fn descriptors_stay_constant_over_hundreds_of_attempts() {
-    let body = "ls /proc/$PPID/fd | wc -l; exit 1";
+    // The short pause lets retry finish spawning (the standard library holds
+    // a socket pair open until the exec has happened) before we look.
+    let body = "sleep 0.02; ls /proc/$PPID/fd | wc -l; exit 1";
     for extra in [&[][..], &["--retry-on-output", "X"][..]] {
         let out = retry()
             .args(["-q", "-n", "150", "-d", "0"])
