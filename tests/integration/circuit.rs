@@ -17,19 +17,7 @@ fn state_dir() -> tempfile::TempDir {
 
 fn circuit(dir: &std::path::Path, name: &str) -> assert_cmd::Command {
     let mut command = retry();
-    command
-        .args([
-            "-n",
-            "1",
-            "--circuit",
-            name,
-            "--circuit-threshold",
-            "2",
-            "--circuit-cooldown",
-            "300ms",
-            "--state-dir",
-        ])
-        .arg(dir);
+    command.args(circuit_args(name)).arg("--state-dir").arg(dir);
     command
 }
 
@@ -148,18 +136,9 @@ fn thirty_processes_after_the_cooldown_make_exactly_one_probe() {
     let children: Vec<_> = (0..30)
         .map(|_| {
             retry_std()
-                .args([
-                    "-q",
-                    "-n",
-                    "1",
-                    "--circuit",
-                    "shared",
-                    "--circuit-threshold",
-                    "2",
-                    "--circuit-cooldown",
-                    "300ms",
-                    "--state-dir",
-                ])
+                .arg("-q")
+                .args(circuit_args("shared"))
+                .arg("--state-dir")
                 .arg(dir.path())
                 .args(["--", "sh", "-c", &probe])
                 .stderr(Stdio::null())

@@ -133,24 +133,19 @@ impl Drop for Redis {
 }
 
 /// One "host": its own state directory, the shared Redis.
-fn host(redis: &Redis, state: &std::path::Path, name: &str) -> assert_cmd::Command {
-    let mut command = retry();
+fn host_std(redis: &Redis, state: &std::path::Path, name: &str) -> Command {
+    let mut command = retry_std();
     command
-        .args([
-            "-q",
-            "-n",
-            "1",
-            "--circuit",
-            name,
-            "--circuit-threshold",
-            "2",
-            "--circuit-cooldown",
-            "300ms",
-            "--state-url",
-            &redis.url(),
-            "--state-dir",
-        ])
+        .arg("-q")
+        .args(circuit_args(name))
+        .args(["--state-url", &redis.url(), "--state-dir"])
         .arg(state);
+    command
+}
+
+fn host(redis: &Redis, state: &std::path::Path, name: &str) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::from_std(host_std(redis, state, name));
+    command.timeout(Duration::from_secs(60));
     command
 }
 
@@ -196,22 +191,7 @@ fn three_hosts_share_one_circuit_through_redis() {
     let children: Vec<Child> = hosts
         .iter()
         .map(|dir| {
-            retry_std()
-                .args([
-                    "-q",
-                    "-n",
-                    "1",
-                    "--circuit",
-                    "fleet",
-                    "--circuit-threshold",
-                    "2",
-                    "--circuit-cooldown",
-                    "300ms",
-                    "--state-url",
-                    &redis.url(),
-                    "--state-dir",
-                ])
-                .arg(dir.path())
+            host_std(&redis, dir.path(), "fleet")
                 .args(["--", "sh", "-c", &probe])
                 .spawn()
                 .unwrap()

@@ -124,8 +124,9 @@ fn start_in_background(args: &[&str], dir: &std::path::Path) -> std::process::Ch
         .unwrap_or_else(|e| panic!("{e}: {}", dir.display()))
 }
 
-#[test]
-fn sigterm_during_the_backoff_ends_retry_by_sigterm_without_another_attempt() {
+/// Send `name` to a retry sleeping a long backoff after one failed attempt:
+/// it must die of that very signal at once, with no second attempt.
+fn signal_during_the_backoff(name: &str, number: i32) {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; exit 1";
     let mut child = start_in_background(
@@ -135,15 +136,25 @@ fn sigterm_during_the_backoff_ends_retry_by_sigterm_without_another_attempt() {
     wait_for_file(&dir.path().join("attempts"), Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(100));
     let sent = Instant::now();
-    send_signal(child.id(), "TERM");
+    send_signal(child.id(), name);
     let status = child.wait().unwrap();
     assert!(
         sent.elapsed() < Duration::from_millis(500),
-        "{:?}",
+        "{name}: {:?}",
         sent.elapsed()
     );
-    assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
-    assert_eq!(lines(dir.path(), "attempts"), 1);
+    assert_eq!(code_and_signal(status), (None, Some(number)), "{name}");
+    assert_eq!(lines(dir.path(), "attempts"), 1, "{name}");
+}
+
+#[test]
+fn sigterm_during_the_backoff_ends_retry_by_sigterm_without_another_attempt() {
+    signal_during_the_backoff("TERM", libc::SIGTERM);
+}
+
+#[test]
+fn sigint_during_the_backoff_ends_retry_by_sigint_without_another_attempt() {
+    signal_during_the_backoff("INT", libc::SIGINT);
 }
 
 #[test]
@@ -570,28 +581,6 @@ fn foreground_keeps_the_child_in_retrys_group_and_otherwise_it_leads_its_own() {
         child, retry_group,
         "not a terminal's foreground: the child leads its own group"
     );
-}
-
-#[test]
-fn sigint_during_the_backoff_ends_retry_by_sigint_without_another_attempt() {
-    let dir = scratch();
-    let body = tally(dir.path(), "attempts") + "; exit 1";
-    let mut child = start_in_background(
-        &["-d", "30s", "-j", "none", "--", "sh", "-c", &body],
-        dir.path(),
-    );
-    wait_for_file(&dir.path().join("attempts"), Duration::from_secs(5));
-    std::thread::sleep(Duration::from_millis(100));
-    let sent = Instant::now();
-    send_signal(child.id(), "INT");
-    let status = child.wait().unwrap();
-    assert!(
-        sent.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        sent.elapsed()
-    );
-    assert_eq!(code_and_signal(status), (None, Some(libc::SIGINT)));
-    assert_eq!(lines(dir.path(), "attempts"), 1);
 }
 
 #[test]

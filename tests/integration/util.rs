@@ -179,3 +179,18 @@ pub fn counted(args: &[&str], body: &str) -> (std::process::Output, usize) {
         .unwrap();
     (output, lines(dir.path(), "attempts"))
 }
+
+/// One attempt behind circuit `name`, which opens after 2 failed runs for
+/// 300 ms: the settings every circuit test shares.
+pub fn circuit_args(name: &str) -> [&str; 8] {
+    [
+        "-n",
+        "1",
+        "--circuit",
+        name,
+        "--circuit-threshold",
+        "2",
+        "--circuit-cooldown",
+        "300ms",
+    ]
+}
