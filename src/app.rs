@@ -1,19 +1,31 @@
-//! The program from argv to exit status: parse, configure, dispatch
-//! (`--generate`, `--explain`, circuit status), run behind the circuit,
-//! write the metrics.
+//! The program from argv to exit status: parse, configure, then one `match`
+//! on the mode. A run goes behind its circuit here: the circuit only
+//! answers "may I run?" and records the result; it knows nothing of runs.
 
 use std::io::Write;
 
+use clap::CommandFactory;
 use clap::error::ErrorKind;
 
+use crate::circuit::breaker::{Admission, RunResult};
+use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
-use crate::config::Config;
+use crate::config::{Config, Mode};
+use crate::decision::RunOutcome;
 use crate::exit::ExitStatus;
-use crate::{child, circuit, explain, generate, metrics, report, runner, signals};
+use crate::report::Reporter;
+use crate::runner::RunSummary;
+use crate::{child, explain, generate, metrics, runner, signals};
 
 fn usage_error(message: &str) -> ExitStatus {
     let _ = writeln!(std::io::stderr(), "retry: error: {message}");
     ExitStatus::USAGE
+}
+
+/// Print `text` on stdout and end well.
+fn print(text: &[u8]) -> ExitStatus {
+    let _ = std::io::stdout().write_all(text);
+    ExitStatus::SUCCESS
 }
 
 /// The whole program: parse, configure, run, and the exit status to end with.
@@ -25,8 +37,7 @@ pub fn run() -> ExitStatus {
                 ErrorKind::DisplayHelp
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = write!(std::io::stdout(), "{}", err.render());
-                    ExitStatus::SUCCESS
+                    print(err.render().to_string().as_bytes())
                 }
                 _ => {
                     let rendered = err.render().to_string();
@@ -41,21 +52,44 @@ pub fn run() -> ExitStatus {
         Ok(config) => config,
         Err(err) => return usage_error(&err.0),
     };
-    if let Some(kind) = config.generate {
-        let mut out = Vec::new();
-        return match generate::generate(kind, &mut out) {
-            Ok(()) => {
-                let _ = std::io::stdout().write_all(&out);
-                ExitStatus::SUCCESS
+    match config.mode {
+        Mode::Generate(kind) => {
+            let mut out = Vec::new();
+            match generate::generate(kind, Cli::command(), &mut out) {
+                Ok(()) => print(&out),
+                Err(err) => usage_error(&format!("--generate: {err}")),
             }
-            Err(err) => usage_error(&format!("--generate: {err}")),
-        };
+        }
+        Mode::Explain => print(explain::render(&config).as_bytes()),
+        Mode::CircuitStatus => match open_circuit(&config).and_then(|c| c.status()) {
+            Ok(text) => print(text.as_bytes()),
+            Err(err) => {
+                let _ = usage_error(&format!("--circuit-status: {err:#}"));
+                ExitStatus::STATE_FAILED
+            }
+        },
+        Mode::CircuitReset => match open_circuit(&config).and_then(|c| c.reset().map(|_| c)) {
+            Ok(circuit) => print(format!("circuit {} reset: closed\n", circuit.name).as_bytes()),
+            Err(err) => {
+                let _ = usage_error(&format!("--circuit-reset: {err:#}"));
+                ExitStatus::STATE_FAILED
+            }
+        },
+        Mode::Run => run_command(&config),
     }
-    if config.explain {
-        let _ = std::io::stdout().write_all(explain::render(&config).as_bytes());
-        return ExitStatus::SUCCESS;
-    }
-    let mut reporter = match report::Reporter::new(&config.report) {
+}
+
+fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
+    let settings = config
+        .circuit
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no --circuit given"))?;
+    circuit::open(settings)
+}
+
+/// `Mode::Run`: the command behind its circuit, then the metrics.
+fn run_command(config: &Config) -> ExitStatus {
+    let mut reporter = match Reporter::new(&config.report) {
         Ok(reporter) => reporter,
         Err(err) => return usage_error(&format!("{err:#}")),
     };
@@ -63,40 +97,26 @@ pub fn run() -> ExitStatus {
         Ok(circuit) => circuit,
         Err(err) => return usage_error(&format!("--circuit: {err:#}")),
     };
-    if let (Some(circuit), Some(settings)) = (&circuit, &config.circuit) {
-        if settings.status {
-            return match circuit.status() {
-                Ok(text) => {
-                    let _ = std::io::stdout().write_all(text.as_bytes());
-                    ExitStatus::SUCCESS
-                }
-                Err(err) => usage_error(&format!("--circuit-status: {err:#}")),
-            };
-        }
-        if settings.reset {
-            return match circuit.reset() {
-                Ok(_) => {
-                    let _ = writeln!(std::io::stdout(), "circuit {} reset: closed", circuit.name);
-                    ExitStatus::SUCCESS
-                }
-                Err(err) => usage_error(&format!("--circuit-reset: {err:#}")),
-            };
-        }
-    }
     let mut signals = match signals::install() {
         Ok(signals) => signals,
         Err(err) => {
             reporter.error(&format!("{err:#}"));
-            return ExitStatus::USAGE;
+            return ExitStatus::RETRY_FAILED;
         }
     };
     child::adopt_orphans();
-    let result = match &circuit {
-        Some(circuit) => circuit::guard(circuit, &mut reporter, |reporter| {
-            runner::run(&config, &mut signals, reporter)
-        }),
-        None => runner::run(&config, &mut signals, &mut reporter),
+    let gate = match &circuit {
+        Some(circuit) => admit(circuit, &mut reporter),
+        None => Gate::Unchecked,
     };
+    let admitted = matches!(gate, Gate::Admitted);
+    let result = match gate {
+        Gate::Refused(summary) => Ok(summary),
+        Gate::Admitted | Gate::Unchecked => runner::run(config, &mut signals, &mut reporter),
+    };
+    if let (Some(circuit), true, Ok(summary)) = (&circuit, admitted, &result) {
+        record(circuit, summary, &mut reporter);
+    }
     match result {
         Ok(summary) => {
             if let Some((path, name)) = &config.metrics {
@@ -109,7 +129,71 @@ pub fn run() -> ExitStatus {
         }
         Err(err) => {
             reporter.error(&format!("{err:#}"));
-            ExitStatus::USAGE
+            ExitStatus::RETRY_FAILED
         }
+    }
+}
+
+/// What the circuit said about a run.
+enum Gate {
+    /// Run, and record the result.
+    Admitted,
+    /// No circuit, or its store could not be used: run as if it were closed.
+    Unchecked,
+    /// The circuit is open: nothing runs (exit 75, EX_TEMPFAIL).
+    Refused(RunSummary),
+}
+
+/// Ask the circuit whether the run may go ahead.
+fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
+    let started = std::time::Instant::now();
+    match circuit.admit() {
+        Ok(decision) => {
+            if let Some(warning) = &decision.warning {
+                reporter.warning("circuit", warning);
+            }
+            if let Admission::Refuse { until_ms, probing } = decision.admission {
+                let message = circuit.refusal(until_ms, probing, &decision.state);
+                let status = ExitStatus::CIRCUIT_OPEN;
+                reporter.circuit_open(&message, status.as_number(), started.elapsed());
+                return Gate::Refused(RunSummary {
+                    status,
+                    outcome: RunOutcome::CircuitOpen,
+                    attempts: 0,
+                    elapsed: started.elapsed(),
+                });
+            }
+            Gate::Admitted
+        }
+        Err(err) => {
+            reporter.warning(
+                "circuit",
+                &format!(
+                    "circuit {}: {err:#}; running as if it were closed",
+                    circuit.name
+                ),
+            );
+            Gate::Unchecked
+        }
+    }
+}
+
+/// Tell the circuit how the admitted run ended.
+fn record(circuit: &Circuit, summary: &RunSummary, reporter: &mut Reporter) {
+    let result = match summary.outcome {
+        RunOutcome::Success => RunResult::Success,
+        RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,
+        RunOutcome::Permanent | RunOutcome::Exhausted | RunOutcome::Deadline => RunResult::Failure,
+    };
+    match circuit.record(result) {
+        Ok(Some(warning)) => reporter.warning("circuit", &warning),
+        Ok(None) => {}
+        Err(err) => reporter.warning(
+            "circuit",
+            &format!(
+                "circuit {}: cannot record the result: {err:#}",
+                circuit.name
+            ),
+        ),
     }
 }

@@ -1,5 +1,6 @@
 //! One attempt, wired up: the child's standard descriptors, the threads that
-//! pump scanned output and feed replayed input, and the end of it all.
+//! pump scanned output and feed replayed input (only when there is output to
+//! scan or input to replay), and the end of it all.
 //!
 //! Output that is not scanned is not piped at all: the child inherits the
 //! descriptor (a terminal stays a terminal, interleaving stays exact). When
@@ -12,13 +13,14 @@
 //! group clean-up) the pumps get a short time to drain, then are cancelled.
 
 use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use crate::child::{ChildIo, Finished, Launch};
+use crate::child::{ChildIo, Ending, Launch};
+use crate::fd::{CancelPipe, own_fd, pipe};
 use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
 use crate::signals::Events;
 use crate::stdin::AttemptStdin;
@@ -38,7 +40,7 @@ pub struct OutputPlan<'a> {
 }
 
 pub struct Outcome {
-    pub finished: Finished,
+    pub ending: Ending,
     pub scan: ScanResult,
     /// A reader of our stdout or stderr went away while we passed output on.
     pub downstream_closed: bool,
@@ -47,17 +49,6 @@ pub struct Outcome {
     pub duration: Duration,
     /// Trouble feeding stdin, worth a warning.
     pub stdin_error: Option<String>,
-}
-
-/// Retry's own standard descriptor `fd` (0, 1 or 2).
-pub fn own_fd(fd: i32) -> BorrowedFd<'static> {
-    // SAFETY: descriptors 0-2 stay open for the life of the process (the
-    // Rust runtime reopens closed ones on /dev/null before main).
-    unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("creating a pipe")
 }
 
 /// A pipe for the child's output: larger than the default 64 KiB where the
@@ -131,42 +122,39 @@ pub fn run(
     let cancels = if jobs.is_empty() && feeder.is_none() {
         None
     } else {
-        Some((pipe()?, pipe()?))
+        Some((CancelPipe::new()?, CancelPipe::new()?))
     };
 
     let running = match crate::child::spawn(&spec.launch) {
         Ok(running) => running,
-        Err(ending) => return Ok(Outcome::unpumped(Finished::not_started(ending), started)),
+        Err(process) => return Ok(Outcome::unpumped(Ending::not_started(process), started)),
     };
     // Close our copies of the child's ends, or the pumps never see EOF.
     drop(spec.launch);
 
-    let Some(((pump_cancel_watch, pump_cancel), (feed_cancel_watch, feed_cancel))) = cancels else {
+    let Some((pump_cancel, feed_cancel)) = cancels else {
         // Nothing to pump or feed: no threads, no pipes.
-        let finished = running.supervise(events, spec.deadline, spec.kill_after);
-        return Ok(Outcome::unpumped(finished, started));
+        let ending = running.supervise(events, spec.deadline, spec.kill_after);
+        return Ok(Outcome::unpumped(ending, started));
     };
     let job_count = jobs.len();
     let patterns = output.patterns;
-    let (finished, reports, stdin_error) = std::thread::scope(|scope| {
+    let (pump_watch, feed_watch) = (pump_cancel.watch(), feed_cancel.watch());
+    let (ending, reports, stdin_error) = std::thread::scope(|scope| {
         let (sender, reports) = mpsc::channel::<(bool, PumpReport)>();
         for job in jobs {
             let sender = sender.clone();
-            let cancel = pump_cancel_watch.as_fd();
             scope.spawn(move || {
-                let report = pump(job.source, job.destination, patterns, cancel);
+                let report = pump(job.source, job.destination, patterns, pump_watch);
                 let _ = sender.send((job.is_stderr, report));
             });
         }
-        let feeder = feeder.map(|feeder| {
-            let cancel = feed_cancel_watch.as_fd();
-            scope.spawn(move || feeder.run(cancel))
-        });
+        let feeder = feeder.map(|feeder| scope.spawn(move || feeder.run(feed_watch)));
 
-        let finished = running.supervise(events, spec.deadline, spec.kill_after);
+        let ending = running.supervise(events, spec.deadline, spec.kill_after);
 
         // Stop feeding input at once; give output a moment to drain.
-        drop(feed_cancel);
+        feed_cancel.cancel();
         let stdin_error = feeder.and_then(|handle| match handle.join() {
             Ok(Ok(())) => None,
             Ok(Err(err)) => Some(format!("{err:#}")),
@@ -174,24 +162,23 @@ pub fn run(
         });
         let mut collected = Vec::with_capacity(job_count);
         let drain_end = Instant::now() + DRAIN;
-        let mut pump_cancel = Some(pump_cancel);
         while collected.len() < job_count {
             let wait = drain_end.saturating_duration_since(Instant::now());
             match reports.recv_timeout(wait) {
                 Ok(report) => collected.push(report),
                 Err(_) => {
                     // Held open by something that outlived the attempt.
-                    drop(pump_cancel.take());
+                    pump_cancel.cancel();
                     if let Ok(report) = reports.recv() {
                         collected.push(report);
                     }
                 }
             }
         }
-        (finished, collected, stdin_error)
+        (ending, collected, stdin_error)
     });
 
-    let mut outcome = Outcome::unpumped(finished, started);
+    let mut outcome = Outcome::unpumped(ending, started);
     outcome.stdin_error = stdin_error;
     for (is_stderr, report) in reports {
         outcome.scan.merge(&report.scan);
@@ -205,9 +192,9 @@ pub fn run(
 
 impl Outcome {
     /// An attempt whose output went nowhere through us.
-    fn unpumped(finished: Finished, started: Instant) -> Outcome {
+    fn unpumped(ending: Ending, started: Instant) -> Outcome {
         Outcome {
-            finished,
+            ending,
             scan: ScanResult::default(),
             downstream_closed: false,
             stderr_mid_line: false,

@@ -22,8 +22,130 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
-use crate::classify::Ending;
+use crate::exit::ExitStatus;
 use crate::signals::{Event, Events, Inherited, TERMINATING};
+
+/// How the child process itself ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ProcessEnd {
+    Exited(i32),
+    Signaled(i32),
+    /// The command could not be started; `status` is 126 or 127 (125 when
+    /// the cause is ours: no working directory, no process to be had).
+    NotStarted {
+        status: u8,
+        message: String,
+    },
+}
+
+/// How an attempt ended: the process's end, and what we had to do to it.
+/// The one place that turns an ending into numbers and words.
+#[derive(Clone, Debug)]
+pub(crate) struct Ending {
+    pub(crate) process: ProcessEnd,
+    /// The attempt's deadline passed and we terminated it.
+    pub(crate) timed_out: bool,
+    /// SIGKILL was needed after `--kill-after`.
+    pub(crate) killed: bool,
+    /// Retry received this terminating signal during the attempt.
+    pub(crate) interrupted: Option<i32>,
+}
+
+impl Ending {
+    /// The command could not be started at all.
+    pub(crate) fn not_started(process: ProcessEnd) -> Ending {
+        Ending {
+            process,
+            timed_out: false,
+            killed: false,
+            interrupted: None,
+        }
+    }
+
+    /// Exit 0 within its time.
+    pub(crate) fn succeeded(&self) -> bool {
+        self.process == ProcessEnd::Exited(0) && !self.timed_out
+    }
+
+    /// The status retry ends with if this is the last attempt.
+    pub(crate) fn exit_status(&self) -> ExitStatus {
+        if self.timed_out {
+            return if self.killed {
+                ExitStatus::KILLED
+            } else {
+                ExitStatus::TIMED_OUT
+            };
+        }
+        match &self.process {
+            ProcessEnd::Exited(code) => ExitStatus::from_code(*code),
+            ProcessEnd::Signaled(signal) => ExitStatus::Signal(*signal),
+            ProcessEnd::NotStarted { status, .. } => ExitStatus::Code(*status),
+        }
+    }
+
+    /// The number a shell would show for the child: its code, or 128+N.
+    pub(crate) fn shell_status(&self) -> i32 {
+        match &self.process {
+            ProcessEnd::Exited(code) => *code,
+            ProcessEnd::Signaled(signal) => 128 + signal,
+            ProcessEnd::NotStarted { status, .. } => i32::from(*status),
+        }
+    }
+
+    /// The exit code, when the process exited (or could not start).
+    pub(crate) fn exit_code(&self) -> Option<i32> {
+        match &self.process {
+            ProcessEnd::Exited(code) => Some(*code),
+            ProcessEnd::NotStarted { status, .. } => Some(i32::from(*status)),
+            ProcessEnd::Signaled(_) => None,
+        }
+    }
+
+    /// The signal the process died of.
+    pub(crate) fn signal(&self) -> Option<i32> {
+        match self.process {
+            ProcessEnd::Signaled(signal) => Some(signal),
+            _ => None,
+        }
+    }
+
+    /// For messages: `exit 7`, `killed by SIGKILL`, `timed out (exit 124)`,
+    /// `cmd: command not found (exit 127)`.
+    pub(crate) fn describe(&self) -> String {
+        let status = self.exit_status().as_number();
+        match &self.process {
+            _ if self.timed_out => format!("timed out (exit {status})"),
+            ProcessEnd::NotStarted { message, .. } => format!("{message} (exit {status})"),
+            ProcessEnd::Signaled(signal) => format!("killed by {}", signal_name(*signal)),
+            ProcessEnd::Exited(_) => format!("exit {status}"),
+        }
+    }
+}
+
+/// `SIGTERM`, or `signal 34` for one without a common name.
+pub(crate) fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}
 
 /// A standard descriptor for the child. Kept as data (not `Stdio`) so that a
 /// second spawn, the `/bin/sh` fallback, can wire the same descriptors.
@@ -60,19 +182,7 @@ pub struct Running {
     own_group: bool,
 }
 
-/// How a started attempt ended, and what we had to do to it.
-#[derive(Clone, Debug)]
-pub struct Finished {
-    pub ending: Ending,
-    /// The attempt's deadline passed and we terminated it.
-    pub timed_out: bool,
-    /// SIGKILL was needed after `--kill-after`.
-    pub killed: bool,
-    /// Retry received this terminating signal during the attempt.
-    pub interrupted: Option<i32>,
-}
-
-pub fn spawn(launch: &Launch<'_>) -> Result<Running, Ending> {
+pub fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
     let first = spawn_program(launch, &launch.argv[0], &launch.argv[1..]);
     let child = match first {
         Err(err) if err.raw_os_error() == Some(libc::ENOEXEC) => {
@@ -161,7 +271,7 @@ fn resolve(program: &std::ffi::OsStr) -> Option<PathBuf> {
         .find(|candidate| rustix::fs::access(candidate, rustix::fs::Access::EXEC_OK).is_ok())
 }
 
-fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Ending {
+fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
     let name = program.to_string_lossy();
     let (status, message) = match err.raw_os_error() {
         Some(libc::ENOENT) => {
@@ -188,19 +298,7 @@ fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Ending {
         }
         _ => (126, format!("{name}: cannot execute: {err}")),
     };
-    Ending::NotStarted { status, message }
-}
-
-impl Finished {
-    /// The command could not be started at all.
-    pub fn not_started(ending: Ending) -> Finished {
-        Finished {
-            ending,
-            timed_out: false,
-            killed: false,
-            interrupted: None,
-        }
-    }
+    ProcessEnd::NotStarted { status, message }
 }
 
 impl Running {
@@ -222,17 +320,17 @@ impl Running {
 
     /// How the child ended, if it has. Looks without reaping, so its pid
     /// (and group id) stay ours to signal.
-    fn peek_ending(&self) -> Option<Ending> {
+    fn peek_ending(&self) -> Option<ProcessEnd> {
         let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
         match rustix::process::waitid(WaitId::Pid(self.pid), options) {
             Ok(Some(status)) => Some(match (status.exit_status(), status.terminating_signal()) {
-                (Some(code), _) => Ending::Exited(code),
-                (None, Some(signal)) => Ending::Signaled(signal),
-                (None, None) => Ending::Exited(255),
+                (Some(code), _) => ProcessEnd::Exited(code),
+                (None, Some(signal)) => ProcessEnd::Signaled(signal),
+                (None, None) => ProcessEnd::Exited(255),
             }),
             Ok(None) => None,
             // ECHILD cannot happen for our own unreaped child; do not hang.
-            Err(_) => Some(Ending::Exited(255)),
+            Err(_) => Some(ProcessEnd::Exited(255)),
         }
     }
 
@@ -245,14 +343,14 @@ impl Running {
         events: &mut Events,
         deadline: Option<Instant>,
         kill_after: Duration,
-    ) -> Finished {
+    ) -> Ending {
         let mut timed_out = false;
         let mut killed = false;
         let mut interrupted = None;
         let mut kill_at: Option<Instant> = None;
-        let ending = loop {
-            if let Some(ending) = self.peek_ending() {
-                break ending;
+        let process = loop {
+            if let Some(process) = self.peek_ending() {
+                break process;
             }
             let now = Instant::now();
             if !timed_out && interrupted.is_none() && deadline.is_some_and(|d| now >= d) {
@@ -293,7 +391,7 @@ impl Running {
             }
         };
 
-        let succeeded = ending == Ending::Exited(0) && !timed_out;
+        let succeeded = process == ProcessEnd::Exited(0) && !timed_out;
         let clean = self.own_group && !succeeded;
         if clean {
             // The leader is still an unreaped zombie, so its group id cannot
@@ -306,8 +404,8 @@ impl Running {
             interrupted = interrupted.or(self.end_leftovers(events, kill_after));
         }
         reap_orphans();
-        Finished {
-            ending,
+        Ending {
+            process,
             timed_out,
             killed,
             interrupted,

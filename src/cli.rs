@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use crate::generate::Kind as GenerateKind;
+use crate::report::LogFormat;
+use crate::stdin::StdinMode;
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
 
 const BACKOFF: &str = "Backoff";
@@ -161,7 +164,7 @@ pub struct Cli {
 
     /// Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit
     #[arg(long, value_name = "KIND", exclusive = true, help_heading = REPORTING)]
-    pub generate: Option<crate::generate::Kind>,
+    pub generate: Option<GenerateKind>,
 
     // ---- Circuit breaker ----
     /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
@@ -214,24 +217,6 @@ pub struct Cli {
 pub enum Preset {
     /// curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504
     Curl,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StdinMode {
-    /// A terminal is inherited, a file is re-read from its start for each attempt, a pipe is inherited (never read ahead)
-    Auto,
-    /// Every attempt reads the same complete input (a pipe is spooled to disk)
-    Replay,
-    /// Handed to the child as it is
-    Inherit,
-    /// /dev/null
-    Null,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 /// Largest compiled size of one user pattern: generous, but a pathological

@@ -8,28 +8,33 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::backoff::Policy;
-use crate::classify::ExitRules;
-use crate::cli::{Cli, LogFormat, Preset, StdinMode};
-use crate::output::{Pattern, PatternKind};
+use crate::circuit::CircuitConfig;
+use crate::cli::{Cli, Preset};
+use crate::generate::Kind as GenerateKind;
 use crate::preset;
+use crate::report::{ReportSettings, Verbosity};
+use crate::rules::{OutputRule, RuleSet, RuleSource, Rules};
+use crate::stdin::StdinMode;
 use crate::values::CodeSet;
 
+/// What this invocation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verbosity {
-    Quiet,
-    Normal,
-    Verbose,
-}
-
-#[derive(Debug)]
-pub struct ReportSettings {
-    pub verbosity: Verbosity,
-    pub format: LogFormat,
-    pub log_file: Option<PathBuf>,
+pub(crate) enum Mode {
+    /// Run the command (behind the circuit, when one is named).
+    Run,
+    /// `--explain`: print the schedule.
+    Explain,
+    /// `--generate KIND`: print the man page or a completion script.
+    Generate(GenerateKind),
+    /// `--circuit-status`.
+    CircuitStatus,
+    /// `--circuit-reset`.
+    CircuitReset,
 }
 
 #[derive(Debug)]
 pub struct Config {
+    pub mode: Mode,
     pub command: Vec<OsString>,
     pub policy: Policy,
     /// `None`: unlimited.
@@ -38,20 +43,17 @@ pub struct Config {
     pub max_time: Option<Duration>,
     pub timeout: Option<Duration>,
     pub kill_after: Duration,
-    /// Rule sets in precedence order: the command line's, then a preset's.
-    pub exit_rules: Vec<ExitRules>,
-    pub patterns: Vec<Pattern>,
-    pub retry_after: bool,
+    /// Rule sets in precedence order (the command line's, then a preset's),
+    /// their patterns compiled.
+    pub rules: Rules,
     pub scan_stdout: bool,
     pub stdin: StdinMode,
     pub buffer_stdout: bool,
     pub foreground: bool,
     pub report: ReportSettings,
-    pub explain: bool,
-    pub generate: Option<crate::generate::Kind>,
     /// `--metrics-file` and the name label for it.
     pub metrics: Option<(PathBuf, String)>,
-    pub circuit: Option<crate::circuit::CircuitConfig>,
+    pub circuit: Option<CircuitConfig>,
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
@@ -80,29 +82,27 @@ impl Config {
             None => Some(5),
         };
 
-        let mut exit_rules = vec![ExitRules {
-            source: String::new(),
+        let mut sets = vec![RuleSet {
             stop_on_exit: union(&cli.stop_on_exit),
             retry_on_exit: union(&cli.retry_on_exit),
+            stop_on_output: cli
+                .stop_on_output
+                .into_iter()
+                .map(OutputRule::from_regex)
+                .collect(),
+            retry_on_output: cli
+                .retry_on_output
+                .into_iter()
+                .map(OutputRule::from_regex)
+                .collect(),
+            ..RuleSet::empty(RuleSource::CommandLine)
         }];
-        let mut patterns: Vec<Pattern> = Vec::new();
-        for (regexes, kind) in [
-            (&cli.stop_on_output, PatternKind::Stop),
-            (&cli.retry_on_output, PatternKind::Retry),
-        ] {
-            patterns.extend(regexes.iter().map(|regex| Pattern {
-                regex: regex.clone(),
-                rule_set: 0,
-                kind,
-                shown: regex.as_str().to_string(),
-            }));
-        }
         let mut retry_after = cli.retry_after;
         if cli.preset == Some(Preset::Curl) {
-            exit_rules.push(preset::curl_exit_rules());
-            patterns.extend(preset::curl_patterns(1));
+            sets.push(preset::curl());
             retry_after = true;
         }
+        let rules = Rules::new(sets, retry_after).map_err(UsageError)?;
 
         let verbosity = if cli.quiet {
             Verbosity::Quiet
@@ -135,7 +135,18 @@ impl Config {
                 humantime::format_duration(cli.circuit_cooldown)
             )));
         }
-        let circuit = cli.circuit.map(|name| crate::circuit::CircuitConfig {
+        let mode = if let Some(kind) = cli.generate {
+            Mode::Generate(kind)
+        } else if cli.explain {
+            Mode::Explain
+        } else if cli.circuit_status {
+            Mode::CircuitStatus
+        } else if cli.circuit_reset {
+            Mode::CircuitReset
+        } else {
+            Mode::Run
+        };
+        let circuit = cli.circuit.map(|name| CircuitConfig {
             name,
             state_dir: cli.state_dir.clone(),
             state_url: cli.state_url.clone(),
@@ -151,11 +162,10 @@ impl Config {
                     .unwrap_or(cli.circuit_max_cooldown)
                     .max(cli.circuit_cooldown),
             },
-            status: cli.circuit_status,
-            reset: cli.circuit_reset,
         });
 
         Ok(Config {
+            mode,
             command: cli.command,
             policy: Policy {
                 delay: cli.delay,
@@ -168,9 +178,7 @@ impl Config {
             max_time: cli.max_time,
             timeout: cli.timeout,
             kill_after: cli.kill_after,
-            exit_rules,
-            patterns,
-            retry_after,
+            rules,
             scan_stdout: cli.scan_stdout,
             stdin: cli.stdin,
             buffer_stdout: cli.buffer_stdout,
@@ -180,8 +188,6 @@ impl Config {
                 format: cli.log_format,
                 log_file: cli.log_file,
             },
-            explain: cli.explain,
-            generate: cli.generate,
             metrics,
             circuit,
         })

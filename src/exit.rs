@@ -14,14 +14,20 @@ pub enum ExitStatus {
 
 impl ExitStatus {
     pub const SUCCESS: ExitStatus = ExitStatus::Code(0);
+    /// EX_TEMPFAIL: a circuit is open, nothing ran; try again later.
+    pub const CIRCUIT_OPEN: ExitStatus = ExitStatus::Code(75);
     /// The attempt was terminated by `--timeout` or `--max-time`.
     pub const TIMED_OUT: ExitStatus = ExitStatus::Code(124);
-    /// Retry itself failed: usage error, bad value, internal error.
+    /// A usage error: a bad flag, value or combination; nothing ran.
     pub const USAGE: ExitStatus = ExitStatus::Code(125);
+    /// Retry itself could not carry on: setting up the run, reading or
+    /// writing its own files, delivering output (same number as a usage
+    /// error: both are retry's own failures, by the contract).
+    pub const RETRY_FAILED: ExitStatus = ExitStatus::Code(125);
+    /// `--circuit-status` or `--circuit-reset` could not use the state store.
+    pub const STATE_FAILED: ExitStatus = ExitStatus::Code(125);
     /// Timed out and SIGKILL was needed (as coreutils `timeout`).
     pub const KILLED: ExitStatus = ExitStatus::Code(137);
-    /// EX_TEMPFAIL: a circuit is open, try again later.
-    pub const TEMPFAIL: ExitStatus = ExitStatus::Code(75);
 
     /// From a child's exit code. Anything outside 0-255 becomes 255: a
     /// failure must never wrap around to 0.

@@ -11,8 +11,8 @@ use rand::rngs::SmallRng;
 
 use crate::backoff::Policy;
 use crate::config::Config;
-use crate::report::human;
 use crate::values::Jitter;
+use crate::values::human;
 
 /// Rows shown at most when nothing else ends the schedule.
 const MAX_ROWS: u64 = 60;
@@ -58,6 +58,28 @@ fn simulated_means(policy: &Policy, count: u64) -> Vec<Duration> {
         .iter()
         .map(|t| Duration::from_secs_f64(t / SIMULATED_RUNS as f64))
         .collect()
+}
+
+/// `-v`: the policy in one line, at the start of a run.
+pub(crate) fn policy_line(config: &Config) -> String {
+    let policy = &config.policy;
+    let mut text = format!(
+        "policy: {} attempts; delay {}, x{} per retry, cap {}, {} jitter",
+        config
+            .attempts
+            .map_or("unlimited".to_string(), |n| n.to_string()),
+        human(policy.delay),
+        policy.multiplier,
+        human(policy.cap),
+        policy.jitter
+    );
+    if let Some(max_time) = config.max_time {
+        text.push_str(&format!("; max-time {}", human(max_time)));
+    }
+    if let Some(timeout) = config.timeout {
+        text.push_str(&format!("; timeout {}", human(timeout)));
+    }
+    text
 }
 
 pub fn render(config: &Config) -> String {

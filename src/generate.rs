@@ -5,11 +5,9 @@
 
 use std::io::Write;
 
-use clap::{CommandFactory, ValueEnum};
+use clap::ValueEnum;
 use clap_complete::Shell;
 use roff::{Roff, bold, italic, roman};
-
-use crate::cli::Cli;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Kind {
@@ -21,8 +19,12 @@ pub enum Kind {
     Powershell,
 }
 
-pub fn generate(kind: Kind, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut command = Cli::command();
+/// Write `kind` for the command line `command` (the clap definition).
+pub(crate) fn generate(
+    kind: Kind,
+    mut command: clap::Command,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let shell = match kind {
         Kind::Man => return man_page(command, out),
         Kind::Bash => Shell::Bash,

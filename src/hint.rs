@@ -1,16 +1,55 @@
 //! The two ways an attempt can tell retry how long to wait, or whether to
 //! retry at all: the hint file (`$RETRY_HINT_FILE`) and an HTTP Retry-After
-//! header in its output. Parsing only; the caller reads the file.
+//! header in its output. This module owns the hint file (its place, its
+//! reading, its removal) and both parsers.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::classify::Hint;
 use crate::values::parse_duration;
+
+/// The word an attempt wrote to `$RETRY_HINT_FILE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hint {
+    Permanent,
+    Transient,
+    RetryAfter(Duration),
+}
+
+/// The hint file of a run: removed when the run ends, however it ends.
+pub(crate) struct HintFile(PathBuf);
+
+impl HintFile {
+    /// The file for run `run_id`. Its name holds the run's random id, so
+    /// nobody can guess it in advance.
+    pub(crate) fn for_run(run_id: &str) -> HintFile {
+        HintFile(std::env::temp_dir().join(format!("retry-{run_id}.hint")))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Read the attempt's hint and remove the file, so the next attempt
+    /// starts without one. A word that is not a hint is an error message.
+    pub(crate) fn take(&self) -> Result<Option<Hint>, String> {
+        let bytes = std::fs::read(&self.0);
+        let _ = std::fs::remove_file(&self.0);
+        let Ok(bytes) = bytes else { return Ok(None) };
+        parse_hint(&String::from_utf8_lossy(&bytes))
+    }
+}
+
+impl Drop for HintFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
 
 /// Parse the hint file's content: one word, `permanent`, `transient` or
 /// `retry-after=DURATION`. Surrounding white space is ignored; an empty file
 /// is no hint.
-pub fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
+pub(crate) fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
     let word = content.trim();
     if word.is_empty() {
         return Ok(None);
@@ -34,7 +73,7 @@ pub fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
 /// The value of a Retry-After header (RFC 9110 section 10.2.3): a number of
 /// seconds, or an HTTP-date, which becomes the time from `now` until then (0
 /// if it has passed). `None` when it is neither.
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
         let seconds: u64 = value.parse().unwrap_or(u64::MAX);

@@ -1,25 +1,34 @@
 //! `retry`: run a command until it succeeds, with capped exponential
 //! backoff and jitter. The binary is `src/main.rs`; this library holds
-//! everything, so that benchmarks and tests drive the very same code
-//! (the contention simulation uses `backoff`).
+//! everything, so that benchmarks and tests drive the very same code (the
+//! contention simulation uses `backoff`). Only what they need is public.
+//!
+//! Rooms, from the bottom up (a room imports only rooms below it):
+//! `values`, `fd`, `exit`, `signals` - `backoff`, `hint`, `child` -
+//! `output`, `rules`, `classify`, `decision`, `stdin` - `attempt`, `report`,
+//! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
+//! `metrics` - `app`.
 
 pub mod app;
-pub mod attempt;
+mod attempt;
 pub mod backoff;
-pub mod child;
-pub mod circuit;
-pub mod classify;
-pub mod cli;
-pub mod config;
+mod child;
+mod circuit;
+mod classify;
+mod cli;
+mod config;
+mod decision;
 pub mod exit;
-pub mod explain;
-pub mod generate;
-pub mod hint;
-pub mod metrics;
-pub mod output;
-pub mod preset;
-pub mod report;
-pub mod runner;
-pub mod signals;
-pub mod stdin;
+mod explain;
+mod fd;
+mod generate;
+mod hint;
+mod metrics;
+mod output;
+mod preset;
+mod report;
+mod rules;
+mod runner;
+mod signals;
+mod stdin;
 pub mod values;

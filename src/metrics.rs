@@ -10,17 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
-use crate::report::RunOutcome;
+use crate::decision::RunOutcome;
 use crate::runner::RunSummary;
-
-const OUTCOMES: [RunOutcome; 6] = [
-    RunOutcome::Success,
-    RunOutcome::Permanent,
-    RunOutcome::Exhausted,
-    RunOutcome::Deadline,
-    RunOutcome::Interrupted,
-    RunOutcome::CircuitOpen,
-];
 
 /// Escape a label value: backslash, double quote and newline.
 fn label(value: &str) -> String {
@@ -54,7 +45,7 @@ pub fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> String {
         "Retries the last run made (attempts after the first).",
         &one(summary.attempts.saturating_sub(1).to_string()),
     );
-    let outcomes: Vec<(String, String)> = OUTCOMES
+    let outcomes: Vec<(String, String)> = RunOutcome::ALL
         .iter()
         .map(|o| {
             (

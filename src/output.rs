@@ -16,7 +16,8 @@ use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
-use rustix::event::{PollFd, PollFlags, poll};
+
+use crate::fd::{wait_readable, write_all_fd};
 
 /// Longest line (prefix) the scanner keeps for matching.
 pub const LINE_WINDOW: usize = 64 * 1024;
@@ -24,28 +25,11 @@ pub const LINE_WINDOW: usize = 64 * 1024;
 /// the system allows (`/proc/sys/fs/pipe-max-size` is 1 MiB by default).
 pub const CHUNK: usize = 256 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatternKind {
-    Stop,
-    Retry,
-}
-
-/// One output rule: a pattern, its rule set (0 = command line, 1 = preset)
-/// and what a match means.
-#[derive(Clone, Debug)]
-pub struct Pattern {
-    pub regex: Regex,
-    pub rule_set: usize,
-    pub kind: PatternKind,
-    /// How messages name the rule: the pattern as given, or what a
-    /// preset's pattern means.
-    pub shown: String,
-}
-
 /// The patterns compiled once per run, shared by every pump.
 #[derive(Debug)]
 pub struct PatternSet {
-    pub patterns: Vec<Pattern>,
+    /// How many patterns (the Retry-After pattern aside) the set numbers.
+    count: usize,
     per_line: RegexSet,
     /// The fast path: one multi-line regex, the alternation of every
     /// pattern, asked once per chunk whether any line could match. `None`
@@ -62,11 +46,10 @@ pub struct PatternSet {
 const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
 
 impl PatternSet {
-    pub fn new(patterns: Vec<Pattern>, want_retry_after: bool) -> anyhow::Result<PatternSet> {
-        let mut sources: Vec<String> = patterns
-            .iter()
-            .map(|p| p.regex.as_str().to_string())
-            .collect();
+    /// Compile `patterns`, numbered in the order given, and the Retry-After
+    /// header pattern when wanted.
+    pub fn new(patterns: Vec<Regex>, want_retry_after: bool) -> anyhow::Result<PatternSet> {
+        let mut sources: Vec<String> = patterns.iter().map(|p| p.as_str().to_string()).collect();
         let retry_after = want_retry_after.then(|| {
             sources.push(RETRY_AFTER.to_string());
             sources.len() - 1
@@ -87,7 +70,7 @@ impl PatternSet {
             // the looser form keeps the prefilter on its fast literal search.
             let mut alternatives: Vec<String> = patterns
                 .iter()
-                .map(|p| format!("(?:{})", p.regex.as_str()))
+                .map(|p| format!("(?:{})", p.as_str()))
                 .collect();
             if want_retry_after {
                 alternatives.push("(?i:retry-after)".to_string());
@@ -98,7 +81,7 @@ impl PatternSet {
                 .ok()
         };
         Ok(PatternSet {
-            patterns,
+            count: patterns.len(),
             per_line,
             per_block,
             retry_after,
@@ -147,7 +130,7 @@ impl<'a> Scanner<'a> {
             set,
             line: Vec::new(),
             result: ScanResult {
-                matched: vec![false; set.patterns.len()],
+                matched: vec![false; set.count],
                 retry_after: None,
             },
         }
@@ -282,59 +265,16 @@ pub fn pump(
     report
 }
 
-/// Block until `fd` is readable (or at end of file); false if cancelled.
-pub fn wait_readable(fd: BorrowedFd<'_>, cancel: BorrowedFd<'_>) -> bool {
-    wait_for(fd, PollFlags::IN, cancel)
-}
-
-/// Block until `fd` has `flags` ready; false if `cancel` fired first.
-pub fn wait_for(fd: BorrowedFd<'_>, flags: PollFlags, cancel: BorrowedFd<'_>) -> bool {
-    loop {
-        let mut fds = [PollFd::new(&fd, flags), PollFd::new(&cancel, PollFlags::IN)];
-        match poll(&mut fds, None) {
-            Ok(_) => {
-                if !fds[1].revents().is_empty() {
-                    return false;
-                }
-                if !fds[0].revents().is_empty() {
-                    return true;
-                }
-            }
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(_) => return false,
-        }
-    }
-}
-
-/// `write_all` on a raw descriptor, unbuffered.
-pub fn write_all_fd(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        match rustix::io::write(fd, bytes) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(count) => bytes = &bytes[count..],
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(errno) => return Err(errno.into()),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn set(stop: &[&str], retry: &[&str], retry_after: bool) -> PatternSet {
-        let mut patterns = Vec::new();
-        for (sources, kind) in [(stop, PatternKind::Stop), (retry, PatternKind::Retry)] {
-            for source in sources {
-                patterns.push(Pattern {
-                    regex: Regex::new(source).unwrap(),
-                    rule_set: 0,
-                    kind,
-                    shown: source.to_string(),
-                });
-            }
-        }
+        let patterns = stop
+            .iter()
+            .chain(retry)
+            .map(|source| Regex::new(source).unwrap())
+            .collect();
         PatternSet::new(patterns, retry_after).unwrap()
     }
 

@@ -18,29 +18,22 @@
 
 use regex::bytes::Regex;
 
-use crate::classify::ExitRules;
-use crate::output::{Pattern, PatternKind};
+use crate::rules::{OutputRule, RuleSet, RuleSource};
 use crate::values::CodeSet;
 
-pub const CURL_TRANSIENT_EXIT_CODES: [u8; 8] = [5, 6, 7, 28, 35, 52, 55, 56];
-pub const CURL_TRANSIENT_HTTP: &str = r"returned error: (408|429|500|502|503|504)\b";
+pub(crate) const CURL_TRANSIENT_EXIT_CODES: [u8; 8] = [5, 6, 7, 28, 35, 52, 55, 56];
+pub(crate) const CURL_TRANSIENT_HTTP: &str = r"returned error: (408|429|500|502|503|504)\b";
 
-pub fn curl_exit_rules() -> ExitRules {
-    ExitRules {
-        source: "preset curl".to_string(),
-        stop_on_exit: None,
+/// The rules of `--preset curl`.
+pub(crate) fn curl() -> RuleSet {
+    RuleSet {
         retry_on_exit: Some(CodeSet::from_codes(&CURL_TRANSIENT_EXIT_CODES)),
+        retry_on_output: vec![OutputRule::new(
+            Regex::new(CURL_TRANSIENT_HTTP).expect("constant pattern"),
+            "curl reported HTTP 408, 429, 500, 502, 503 or 504",
+        )],
+        ..RuleSet::empty(RuleSource::Preset("curl".to_string()))
     }
-}
-
-/// The output rules of the preset, for rule set `rule_set`.
-pub fn curl_patterns(rule_set: usize) -> Vec<Pattern> {
-    vec![Pattern {
-        regex: Regex::new(CURL_TRANSIENT_HTTP).expect("constant pattern"),
-        rule_set,
-        kind: PatternKind::Retry,
-        shown: "curl reported HTTP 408, 429, 500, 502, 503 or 504".to_string(),
-    }]
 }
 
 #[cfg(test)]

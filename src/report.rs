@@ -6,53 +6,37 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::classify::Class;
-use crate::cli::LogFormat;
-use crate::config::{ReportSettings, Verbosity};
+use crate::decision::{RunOutcome, SleepSource};
+use crate::fd::own_fd;
+use crate::values::human;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SleepSource {
-    Backoff,
-    RetryAfter,
-    Splay,
-}
-
-impl SleepSource {
-    fn as_str(self) -> &'static str {
-        match self {
-            SleepSource::Backoff => "backoff",
-            SleepSource::RetryAfter => "retry-after",
-            SleepSource::Splay => "splay",
-        }
-    }
+/// Format of retry's own messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunOutcome {
-    Success,
-    Permanent,
-    Exhausted,
-    Deadline,
-    Interrupted,
-    CircuitOpen,
+pub(crate) enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
 }
 
-impl RunOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunOutcome::Success => "success",
-            RunOutcome::Permanent => "permanent",
-            RunOutcome::Exhausted => "exhausted",
-            RunOutcome::Deadline => "deadline",
-            RunOutcome::Interrupted => "interrupted",
-            RunOutcome::CircuitOpen => "circuit-open",
-        }
-    }
+/// Where and how retry's own messages go.
+#[derive(Debug)]
+pub(crate) struct ReportSettings {
+    pub(crate) verbosity: Verbosity,
+    pub(crate) format: LogFormat,
+    pub(crate) log_file: Option<PathBuf>,
 }
 
 pub struct AttemptRecord {
@@ -99,20 +83,6 @@ pub struct Reporter {
     stderr_mid_line: bool,
 }
 
-/// Human form of a duration: `734ms`, `4.2s`, `2m 5s`.
-pub fn human(duration: Duration) -> String {
-    let ms = duration.as_millis();
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        let text = format!("{:.1}s", duration.as_secs_f64());
-        text.replace(".0s", "s")
-    } else {
-        humantime::format_duration(Duration::from_secs(duration.as_secs_f64().round() as u64))
-            .to_string()
-    }
-}
-
 fn of_attempts(attempt: u64, max: Option<u64>) -> String {
     match max {
         Some(max) => format!("{attempt}/{max}"),
@@ -142,7 +112,7 @@ impl Reporter {
         let color = !json
             && matches!(sink, Sink::Stderr)
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            && rustix::termios::isatty(crate::attempt::own_fd(2));
+            && rustix::termios::isatty(own_fd(2));
         Ok(Reporter {
             verbosity: settings.verbosity,
             json,
@@ -378,18 +348,5 @@ impl Reporter {
                 self.say("1;31", &line);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human(Duration::from_millis(734)), "734ms");
-        assert_eq!(human(Duration::from_millis(4210)), "4.2s");
-        assert_eq!(human(Duration::from_secs(15)), "15s");
-        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
     }
 }

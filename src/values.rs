@@ -2,13 +2,28 @@
 //! limits, multipliers and jitter kinds.
 //!
 //! Each parser returns a typed value or a message that clap prints next to the
-//! offending flag and value. Nothing here knows about clap or does I/O.
+//! offending flag and value; [`human`] is the way back, for messages. Nothing
+//! here knows about clap or does I/O.
 
 use std::time::Duration;
 
 /// Longest duration accepted anywhere (~100 years). Longer values are usage
 /// errors rather than silently saturated, so a typo never means "forever".
 pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Human form of a duration: `734ms`, `4.2s`, `2m 5s`.
+pub fn human(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        let text = format!("{:.1}s", duration.as_secs_f64());
+        text.replace(".0s", "s")
+    } else {
+        humantime::format_duration(Duration::from_secs(duration.as_secs_f64().round() as u64))
+            .to_string()
+    }
+}
 
 /// Parse a DURATION: humantime syntax (`250ms`, `1h 30m`, `1min`), decimals
 /// with a unit (`1.5s`, `0.25m`) or a bare number of seconds (`0.5`, `3`).
@@ -234,6 +249,14 @@ fn parse_code(text: &str) -> Result<u8, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_millis(734)), "734ms");
+        assert_eq!(human(Duration::from_millis(4210)), "4.2s");
+        assert_eq!(human(Duration::from_secs(15)), "15s");
+        assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

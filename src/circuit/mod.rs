@@ -30,8 +30,6 @@ pub struct CircuitConfig {
     /// Connect and command timeout for the shared store.
     pub store_timeout: Duration,
     pub settings: Settings,
-    pub status: bool,
-    pub reset: bool,
 }
 
 /// Where circuit state lives without `--state-dir`: `$RETRY_STATE_DIR`,
@@ -170,7 +168,7 @@ impl Circuit {
             (Phase::Open, Some(until)) => format!(
                 "open until {} (in {})",
                 timestamp(until),
-                crate::report::human(Duration::from_millis(until - now))
+                crate::values::human(Duration::from_millis(until - now))
             ),
             (Phase::HalfOpen, _) => match &state.probe {
                 Some(probe) => format!(
@@ -195,8 +193,8 @@ impl Circuit {
         };
         text.push_str(&format!(
             "cooldown: {} (doubles with each failed probe, up to {})\n",
-            crate::report::human(cooldown),
-            crate::report::human(self.settings.max_cooldown)
+            crate::values::human(cooldown),
+            crate::values::human(self.settings.max_cooldown)
         ));
         text.push_str(&format!("stored in: {}\n", self.store.describe(&self.name)));
         Ok(text)
@@ -204,7 +202,7 @@ impl Circuit {
 
     /// The message for a refused run.
     pub fn refusal(&self, until_ms: u64, probing: bool, state: &CircuitState) -> String {
-        let wait = crate::report::human(Duration::from_millis(until_ms.saturating_sub(now_ms())));
+        let wait = crate::values::human(Duration::from_millis(until_ms.saturating_sub(now_ms())));
         if probing {
             format!(
                 "circuit {} is half-open and another run is probing it; not running the command (try again after {}, in {wait})",
@@ -240,67 +238,4 @@ pub fn open(config: &CircuitConfig) -> Result<Circuit> {
     };
     let store = file::FileStore::open(&dir)?;
     Ok(Circuit::new(&config.name, Box::new(store), config.settings))
-}
-
-/// Run `run` behind the circuit: refuse at once while it is open (exit
-/// 75, EX_TEMPFAIL), record the result afterwards. Trouble with the store
-/// never blocks the job: it runs as if the circuit were closed.
-pub fn guard(
-    circuit: &Circuit,
-    reporter: &mut crate::report::Reporter,
-    run: impl FnOnce(&mut crate::report::Reporter) -> Result<crate::runner::RunSummary>,
-) -> Result<crate::runner::RunSummary> {
-    use crate::report::RunOutcome;
-    let started = std::time::Instant::now();
-    let admitted = match circuit.admit() {
-        Ok(decision) => {
-            if let Some(warning) = &decision.warning {
-                reporter.warning("circuit", warning);
-            }
-            if let Admission::Refuse { until_ms, probing } = decision.admission {
-                let message = circuit.refusal(until_ms, probing, &decision.state);
-                let status = crate::exit::ExitStatus::TEMPFAIL;
-                reporter.circuit_open(&message, status.as_number(), started.elapsed());
-                return Ok(crate::runner::RunSummary {
-                    status,
-                    outcome: RunOutcome::CircuitOpen,
-                    attempts: 0,
-                    elapsed: started.elapsed(),
-                });
-            }
-            true
-        }
-        Err(err) => {
-            reporter.warning(
-                "circuit",
-                &format!(
-                    "circuit {}: {err:#}; running as if it were closed",
-                    circuit.name
-                ),
-            );
-            false
-        }
-    };
-    let summary = run(reporter)?;
-    if admitted {
-        let result = match summary.outcome {
-            RunOutcome::Success => RunResult::Success,
-            RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,
-            RunOutcome::Permanent | RunOutcome::Exhausted | RunOutcome::Deadline => {
-                RunResult::Failure
-            }
-        };
-        match circuit.record(result) {
-            Ok(Some(warning)) => reporter.warning("circuit", &warning),
-            Ok(None) => {}
-            Err(err) => reporter.warning(
-                "circuit",
-                &format!(
-                    "circuit {}: cannot record the result: {err:#}",
-                    circuit.name
-                ),
-            ),
-        }
-    }
-    Ok(summary)
 }

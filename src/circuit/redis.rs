@@ -64,7 +64,7 @@ impl RedisStore {
             anyhow::anyhow!(
                 "Redis at {}: no answer within {} (--state-timeout)",
                 self.shown,
-                crate::report::human(self.timeout)
+                crate::values::human(self.timeout)
             )
         } else {
             anyhow::Error::new(err).context(format!("Redis at {}", self.shown))

@@ -17,7 +17,7 @@ fn a_command_that_fails_twice_succeeds_on_the_third_attempt() {
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "attempt 1/5 failed: exit code 7 (transient); retrying in",
+            "attempt 1/5 failed: exit 7 (transient); retrying in",
         ))
         .stderr(predicate::str::contains("succeeded on attempt 3/5 after"));
     assert_eq!(runs(dir.path()), 3);
@@ -295,7 +295,7 @@ fn json_events_follow_the_contract_schema() {
     assert_eq!(first["timed_out"], false);
     assert!(first["duration_ms"].is_u64());
     assert_eq!(first["outcome"], "transient");
-    assert_eq!(first["reason"], "exit code 7");
+    assert_eq!(first["reason"], "exit 7");
     let sleep = &events[1];
     assert_eq!(sleep["attempt"], 1);
     assert!(sleep["delay_ms"].as_u64().unwrap() <= 1);
