@@ -140,7 +140,7 @@ enum Gate {
     Admitted,
     /// No circuit, or its store could not be used: run as if it were closed.
     Unchecked,
-    /// The circuit is open: nothing runs (exit 75, EX_TEMPFAIL).
+    /// The circuit is open: nothing runs (exit 75, `EX_TEMPFAIL`).
     Refused(RunSummary),
 }
 

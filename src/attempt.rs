@@ -29,26 +29,26 @@ use crate::stdin::AttemptStdin;
 const DRAIN: Duration = Duration::from_millis(200);
 
 /// How the attempt's output is wired.
-pub struct OutputPlan<'a> {
+pub(crate) struct OutputPlan<'a> {
     /// The patterns to scan for; `None` when nothing is scanned.
-    pub patterns: Option<&'a PatternSet>,
-    pub scan_stdout: bool,
+    pub(crate) patterns: Option<&'a PatternSet>,
+    pub(crate) scan_stdout: bool,
     /// stdout and stderr are the same open file: one pipe for both.
-    pub same_file: bool,
+    pub(crate) same_file: bool,
     /// `--buffer-stdout`: stdout goes here instead.
-    pub stdout_spool: Option<&'a File>,
+    pub(crate) stdout_spool: Option<&'a File>,
 }
 
-pub struct Outcome {
-    pub ending: Ending,
-    pub scan: ScanResult,
+pub(crate) struct Outcome {
+    pub(crate) ending: Ending,
+    pub(crate) scan: ScanResult,
     /// A reader of our stdout or stderr went away while we passed output on.
-    pub downstream_closed: bool,
+    pub(crate) downstream_closed: bool,
     /// Our stderr now stands in the middle of a line of the child's.
-    pub stderr_mid_line: bool,
-    pub duration: Duration,
+    pub(crate) stderr_mid_line: bool,
+    pub(crate) duration: Duration,
     /// Trouble feeding stdin, worth a warning.
-    pub stdin_error: Option<String>,
+    pub(crate) stdin_error: Option<String>,
 }
 
 /// A pipe for the child's output: larger than the default 64 KiB where the
@@ -65,13 +65,13 @@ struct PumpJob<'a> {
     is_stderr: bool,
 }
 
-pub struct AttemptSpec<'a> {
-    pub launch: Launch<'a>,
-    pub deadline: Option<Instant>,
-    pub kill_after: Duration,
+pub(crate) struct AttemptSpec<'a> {
+    pub(crate) launch: Launch<'a>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) kill_after: Duration,
 }
 
-pub fn run(
+pub(crate) fn run(
     mut spec: AttemptSpec<'_>,
     output: &OutputPlan<'_>,
     stdin: AttemptStdin<'_>,
@@ -164,14 +164,13 @@ pub fn run(
         let drain_end = Instant::now() + DRAIN;
         while collected.len() < job_count {
             let wait = drain_end.saturating_duration_since(Instant::now());
-            match reports.recv_timeout(wait) {
-                Ok(report) => collected.push(report),
-                Err(_) => {
-                    // Held open by something that outlived the attempt.
-                    pump_cancel.cancel();
-                    if let Ok(report) = reports.recv() {
-                        collected.push(report);
-                    }
+            if let Ok(report) = reports.recv_timeout(wait) {
+                collected.push(report);
+            } else {
+                // Held open by something that outlived the attempt.
+                pump_cancel.cancel();
+                if let Ok(report) = reports.recv() {
+                    collected.push(report);
                 }
             }
         }

@@ -113,8 +113,8 @@ fn scale(duration: Duration, factor: f64) -> Duration {
 
 fn uniform(rng: &mut impl Rng, low: Duration, high: Duration) -> Duration {
     // Durations are at most ~100 years: 3.2e18 ns fits in u64 with room to spare.
-    let low = low.as_nanos().min(u64::MAX as u128) as u64;
-    let high = high.as_nanos().min(u64::MAX as u128) as u64;
+    let low = low.as_nanos().min(u128::from(u64::MAX)) as u64;
+    let high = high.as_nanos().min(u128::from(u64::MAX)) as u64;
     if high <= low {
         return Duration::from_nanos(low);
     }
@@ -241,7 +241,7 @@ mod tests {
             }
             total += sleeps.next(&mut rng).delay.as_secs_f64() * 1000.0;
         }
-        total / draws as f64
+        total / f64::from(draws)
     }
 
     #[test]

@@ -149,7 +149,7 @@ pub(crate) fn signal_name(signal: i32) -> String {
 
 /// A standard descriptor for the child. Kept as data (not `Stdio`) so that a
 /// second spawn, the `/bin/sh` fallback, can wire the same descriptors.
-pub enum ChildIo {
+pub(crate) enum ChildIo {
     Inherit,
     Null,
     Fd(OwnedFd),
@@ -165,24 +165,24 @@ impl ChildIo {
     }
 }
 
-pub struct Launch<'a> {
-    pub argv: &'a [OsString],
-    pub env: Vec<(&'static str, OsString)>,
-    pub own_group: bool,
-    pub inherited: Inherited,
-    pub stdin: ChildIo,
-    pub stdout: ChildIo,
-    pub stderr: ChildIo,
+pub(crate) struct Launch<'a> {
+    pub(crate) argv: &'a [OsString],
+    pub(crate) env: Vec<(&'static str, OsString)>,
+    pub(crate) own_group: bool,
+    pub(crate) inherited: Inherited,
+    pub(crate) stdin: ChildIo,
+    pub(crate) stdout: ChildIo,
+    pub(crate) stderr: ChildIo,
 }
 
 /// A started attempt.
-pub struct Running {
+pub(crate) struct Running {
     child: Child,
     pid: Pid,
     own_group: bool,
 }
 
-pub fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
+pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
     let first = spawn_program(launch, &launch.argv[0], &launch.argv[1..]);
     let child = match first {
         Err(err) if err.raw_os_error() == Some(libc::ENOEXEC) => {
@@ -223,9 +223,9 @@ fn spawn_program(
         command.process_group(0);
     }
     let inherited = launch.inherited;
+    let parent = std::process::id() as libc::pid_t;
     // SAFETY: between fork and exec only async-signal-safe calls are made:
     // signal, prctl, getppid, _exit.
-    let parent = std::process::id() as libc::pid_t;
     unsafe {
         command.pre_exec(move || {
             // Our own handlers must not run in the child before exec, and
@@ -338,7 +338,7 @@ impl Running {
     /// signal to retry (all through the one event source), whichever comes first.
     /// `deadline` is the attempt's effective limit; `kill_after` the grace
     /// between SIGTERM and SIGKILL. Then clean up its group and reap it.
-    pub fn supervise(
+    pub(crate) fn supervise(
         mut self,
         events: &mut Events,
         deadline: Option<Instant>,
@@ -461,13 +461,13 @@ fn reap_group(group: Pid) {
 /// exits is reparented to us rather than to init, so we see it exit, and no
 /// zombie of it lingers in the attempt's group (some init processes are slow
 /// to reap). Call once at start.
-pub fn adopt_orphans() {
+pub(crate) fn adopt_orphans() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
 /// Reap any adopted orphan that has exited (one that escaped its group with
 /// `setsid`, say). Only called between attempts, when no attempt is unreaped.
-pub fn reap_orphans() {
+pub(crate) fn reap_orphans() {
     while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {}
 }
 

@@ -26,14 +26,14 @@ pub(crate) struct Observation<'a> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     Success,
     Transient,
     Permanent,
 }
 
 impl Class {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Class::Success => "success",
             Class::Transient => "transient",
@@ -43,9 +43,9 @@ impl Class {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    pub class: Class,
-    pub reason: String,
+pub(crate) struct Verdict {
+    pub(crate) class: Class,
+    pub(crate) reason: String,
 }
 
 fn verdict(class: Class, reason: impl Into<String>) -> Verdict {

@@ -3,6 +3,9 @@
 //! Only syntax lives here. `config` turns a parsed [`Cli`] into validated,
 //! typed settings; no clap type is seen past that boundary.
 
+// Doc comments here are the help text users read, not rustdoc.
+#![allow(clippy::doc_markdown)]
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,157 +54,157 @@ Examples:
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
     max_term_width = 100
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     // ---- Backoff ----
     /// Most attempts, the first included: N >= 1 or 'unlimited' [default: 5; unlimited with --max-time]
     #[arg(short = 'n', long, value_name = "N", value_parser = values::parse_attempts, allow_hyphen_values = true, help_heading = BACKOFF)]
-    pub attempts: Option<AttemptLimit>,
+    pub(crate) attempts: Option<AttemptLimit>,
 
     /// Base delay: the ceiling before the first retry
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
-    pub delay: Duration,
+    pub(crate) delay: Duration,
 
     /// Growth factor of the ceiling per retry (finite, >= 1)
     #[arg(short = 'm', long, value_name = "X", default_value = "2", value_parser = values::parse_multiplier, allow_hyphen_values = true, help_heading = BACKOFF)]
-    pub multiplier: f64,
+    pub(crate) multiplier: f64,
 
     /// Largest single delay; growth stops here
     #[arg(short = 'c', long, value_name = "DURATION", default_value = "30s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
-    pub cap: Duration,
+    pub(crate) cap: Duration,
 
     /// How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)
     #[arg(short = 'j', long, value_name = "KIND", default_value = "full", value_parser = values::parse_jitter, allow_hyphen_values = true, help_heading = BACKOFF)]
-    pub jitter: Jitter,
+    pub(crate) jitter: Jitter,
 
     /// Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)
     #[arg(long, value_name = "DURATION", default_value = "0", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
-    pub splay: Duration,
+    pub(crate) splay: Duration,
 
     // ---- Limits ----
     /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires
     #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
-    pub max_time: Option<Duration>,
+    pub(crate) max_time: Option<Duration>,
 
     /// Limit for each attempt; an attempt over it is terminated and counts as a transient failure
     #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
 
     /// After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = LIMITS)]
-    pub kill_after: Duration,
+    pub(crate) kill_after: Duration,
 
     // ---- Classification ----
     /// Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent
     #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = CLASSIFY)]
-    pub retry_on_exit: Vec<CodeSet>,
+    pub(crate) retry_on_exit: Vec<CodeSet>,
 
     /// Exit codes that are permanent failures: stop at once
     #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = CLASSIFY)]
-    pub stop_on_exit: Vec<CodeSet>,
+    pub(crate) stop_on_exit: Vec<CodeSet>,
 
     /// A failed attempt whose output has a line matching REGEX is transient (repeatable)
     #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
-    pub retry_on_output: Vec<regex::bytes::Regex>,
+    pub(crate) retry_on_output: Vec<regex::bytes::Regex>,
 
     /// A failed attempt whose output has a line matching REGEX is permanent (repeatable)
     #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
-    pub stop_on_output: Vec<regex::bytes::Regex>,
+    pub(crate) stop_on_output: Vec<regex::bytes::Regex>,
 
     /// Scan stdout as well as stderr for the output patterns
     #[arg(long, help_heading = CLASSIFY)]
-    pub scan_stdout: bool,
+    pub(crate) scan_stdout: bool,
 
     /// Rules for a known command: 'curl' makes a `curl --fail` child retry like curl's own --retry
     #[arg(long, value_name = "NAME", help_heading = CLASSIFY)]
-    pub preset: Option<Preset>,
+    pub(crate) preset: Option<Preset>,
 
     /// Sleep as long as a 'Retry-After:' header line in the scanned output says (implied by --preset curl)
     #[arg(long, help_heading = CLASSIFY)]
-    pub retry_after: bool,
+    pub(crate) retry_after: bool,
 
     // ---- Input and output ----
     /// What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null
     #[arg(long, value_name = "MODE", default_value = "auto", help_heading = IO)]
-    pub stdin: StdinMode,
+    pub(crate) stdin: StdinMode,
 
     /// Hold each attempt's stdout and emit only the final attempt's
     #[arg(long, help_heading = IO)]
-    pub buffer_stdout: bool,
+    pub(crate) buffer_stdout: bool,
 
     // ---- Processes ----
     /// Keep the child in retry's process group even when not in a terminal's foreground
     #[arg(long, help_heading = PROCESS)]
-    pub foreground: bool,
+    pub(crate) foreground: bool,
 
     // ---- Reporting ----
     /// Only retry's own errors; nothing per attempt
     #[arg(short = 'q', long, conflicts_with = "verbose", help_heading = REPORTING)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// Also the policy at start and every attempt's start
     #[arg(short = 'v', long, help_heading = REPORTING)]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
 
     /// Format of retry's own messages
     #[arg(long, value_name = "FORMAT", default_value = "text", help_heading = REPORTING)]
-    pub log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
 
     /// Append retry's own messages to PATH instead of stderr
     #[arg(long, value_name = "PATH", help_heading = REPORTING)]
-    pub log_file: Option<PathBuf>,
+    pub(crate) log_file: Option<PathBuf>,
 
     /// Print the schedule this policy produces and exit without running anything
     #[arg(long, help_heading = REPORTING)]
-    pub explain: bool,
+    pub(crate) explain: bool,
 
     /// At the end of the run, write a Prometheus text file (for node_exporter's textfile collector) to PATH, atomically
     #[arg(long, value_name = "PATH", help_heading = REPORTING)]
-    pub metrics_file: Option<PathBuf>,
+    pub(crate) metrics_file: Option<PathBuf>,
 
     /// The name label of --metrics-file [default: the command's file name]
     #[arg(long, value_name = "NAME", requires = "metrics_file", help_heading = REPORTING)]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
 
     /// Print the man page (man) or a completion script (bash, zsh, fish, elvish, powershell) and exit
     #[arg(long, value_name = "KIND", exclusive = true, help_heading = REPORTING)]
-    pub generate: Option<GenerateKind>,
+    pub(crate) generate: Option<GenerateKind>,
 
     // ---- Circuit breaker ----
     /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
     #[arg(long, value_name = "NAME", value_parser = parse_circuit_name, help_heading = CIRCUIT)]
-    pub circuit: Option<String>,
+    pub(crate) circuit: Option<String>,
 
     /// Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]
     #[arg(long, value_name = "DIR", help_heading = CIRCUIT)]
-    pub state_dir: Option<PathBuf>,
+    pub(crate) state_dir: Option<PathBuf>,
 
     /// Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)
     #[arg(long, value_name = "URL", env = "RETRY_STATE_URL", hide_env_values = true, help_heading = CIRCUIT)]
-    pub state_url: Option<String>,
+    pub(crate) state_url: Option<String>,
 
     /// Connect and command timeout for --state-url; past it the job runs as if the circuit were closed
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub state_timeout: Duration,
+    pub(crate) state_timeout: Duration,
 
     /// Failed runs in a row that open the circuit
     #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
-    pub circuit_threshold: u32,
+    pub(crate) circuit_threshold: u32,
 
     /// How long an opened circuit refuses runs before one run may probe
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub circuit_cooldown: Duration,
+    pub(crate) circuit_cooldown: Duration,
 
     /// Largest cooldown: each failed probe doubles it up to this
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub circuit_max_cooldown: Duration,
+    pub(crate) circuit_max_cooldown: Duration,
 
     /// Print the circuit's state (closed, open, half-open; failures; until when) and exit 0
     #[arg(long, requires = "circuit", conflicts_with = "circuit_reset", help_heading = CIRCUIT)]
-    pub circuit_status: bool,
+    pub(crate) circuit_status: bool,
 
     /// Close the circuit and forget its failures, then exit 0
     #[arg(long, requires = "circuit", help_heading = CIRCUIT)]
-    pub circuit_reset: bool,
+    pub(crate) circuit_reset: bool,
 
     /// The command to run, and its arguments (passed verbatim, no shell)
     #[arg(
@@ -210,11 +213,11 @@ pub struct Cli {
         num_args = 1..,
         required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset"]
     )]
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Preset {
+pub(crate) enum Preset {
     /// curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504
     Curl,
 }
@@ -237,7 +240,9 @@ fn parse_regex(text: &str) -> Result<regex::bytes::Regex, String> {
 impl Cli {
     /// Parse argv (non-UTF-8 safe). Errors are clap errors: the caller maps
     /// them to exit 125, and help or version to 0.
-    pub fn parse_from_os(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
+    pub(crate) fn parse_from_os(
+        args: impl IntoIterator<Item = OsString>,
+    ) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(args)
     }
 }

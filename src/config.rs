@@ -33,39 +33,39 @@ pub(crate) enum Mode {
 }
 
 #[derive(Debug)]
-pub struct Config {
-    pub mode: Mode,
-    pub command: Vec<OsString>,
-    pub policy: Policy,
+pub(crate) struct Config {
+    pub(crate) mode: Mode,
+    pub(crate) command: Vec<OsString>,
+    pub(crate) policy: Policy,
     /// `None`: unlimited.
-    pub attempts: Option<u64>,
-    pub splay: Duration,
-    pub max_time: Option<Duration>,
-    pub timeout: Option<Duration>,
-    pub kill_after: Duration,
+    pub(crate) attempts: Option<u64>,
+    pub(crate) splay: Duration,
+    pub(crate) max_time: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) kill_after: Duration,
     /// Rule sets in precedence order (the command line's, then a preset's),
     /// their patterns compiled.
-    pub rules: Rules,
-    pub scan_stdout: bool,
-    pub stdin: StdinMode,
-    pub buffer_stdout: bool,
-    pub foreground: bool,
-    pub report: ReportSettings,
+    pub(crate) rules: Rules,
+    pub(crate) scan_stdout: bool,
+    pub(crate) stdin: StdinMode,
+    pub(crate) buffer_stdout: bool,
+    pub(crate) foreground: bool,
+    pub(crate) report: ReportSettings,
     /// `--metrics-file` and the name label for it.
-    pub metrics: Option<(PathBuf, String)>,
-    pub circuit: Option<CircuitConfig>,
+    pub(crate) metrics: Option<(PathBuf, String)>,
+    pub(crate) circuit: Option<CircuitConfig>,
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 fn union(sets: &[CodeSet]) -> Option<CodeSet> {
     sets.iter().cloned().reduce(|a, b| a.union(&b))
 }
 
 impl Config {
-    pub fn from_cli(cli: Cli) -> Result<Config, UsageError> {
+    pub(crate) fn from_cli(cli: Cli) -> Result<Config, UsageError> {
         if let Some(max_time) = cli.max_time
             && !cli.splay.is_zero()
             && cli.splay >= max_time

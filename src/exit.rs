@@ -14,7 +14,7 @@ pub enum ExitStatus {
 
 impl ExitStatus {
     pub const SUCCESS: ExitStatus = ExitStatus::Code(0);
-    /// EX_TEMPFAIL: a circuit is open, nothing ran; try again later.
+    /// `EX_TEMPFAIL`: a circuit is open, nothing ran; try again later.
     pub const CIRCUIT_OPEN: ExitStatus = ExitStatus::Code(75);
     /// The attempt was terminated by `--timeout` or `--max-time`.
     pub const TIMED_OUT: ExitStatus = ExitStatus::Code(124);
@@ -38,7 +38,7 @@ impl ExitStatus {
     /// The number a shell shows: the code, or 128+N for signal N.
     pub fn as_number(self) -> i32 {
         match self {
-            ExitStatus::Code(code) => code as i32,
+            ExitStatus::Code(code) => i32::from(code),
             ExitStatus::Signal(signal) => 128 + signal,
         }
     }
@@ -64,13 +64,13 @@ fn reraise(signal: i32) {
             rlim_cur: 0,
             rlim_max: 0,
         };
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         libc::signal(signal, libc::SIG_DFL);
         let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, signal);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, signal);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
         libc::raise(signal);
     }
     // Still alive: give the default a moment to land (it is synchronous for

@@ -50,13 +50,13 @@ fn simulated_means(policy: &Policy, count: u64) -> Vec<Duration> {
     let mut totals = vec![0f64; count as usize];
     for _ in 0..SIMULATED_RUNS {
         let mut sleeps = policy.sleeps();
-        for total in totals.iter_mut() {
+        for total in &mut totals {
             *total += sleeps.next(&mut rng).delay.as_secs_f64();
         }
     }
     totals
         .iter()
-        .map(|t| Duration::from_secs_f64(t / SIMULATED_RUNS as f64))
+        .map(|t| Duration::from_secs_f64(t / f64::from(SIMULATED_RUNS)))
         .collect()
 }
 
@@ -82,7 +82,7 @@ pub(crate) fn policy_line(config: &Config) -> String {
     text
 }
 
-pub fn render(config: &Config) -> String {
+pub(crate) fn render(config: &Config) -> String {
     let policy = &config.policy;
     let mut out = String::new();
     let attempts = config

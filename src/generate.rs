@@ -10,7 +10,7 @@ use clap_complete::Shell;
 use roff::{Roff, bold, italic, roman};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Kind {
+pub(crate) enum Kind {
     Man,
     Bash,
     Zsh,
@@ -26,7 +26,7 @@ pub(crate) fn generate(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let shell = match kind {
-        Kind::Man => return man_page(command, out),
+        Kind::Man => return man_page(&command, out),
         Kind::Bash => Shell::Bash,
         Kind::Zsh => Shell::Zsh,
         Kind::Fish => Shell::Fish,
@@ -132,7 +132,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
-fn man_page(command: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
+fn man_page(command: &clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
     let man = clap_mangen::Man::new(command.clone());
     man.render_title(out)?;
     man.render_name_section(out)?;

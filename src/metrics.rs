@@ -1,10 +1,11 @@
 //! `--metrics-file`: a Prometheus text-format record of the run, for
-//! node_exporter's textfile collector (the usual way to watch cron jobs).
+//! `node_exporter`'s textfile collector (the usual way to watch cron jobs).
 //!
 //! Written once, at the end of the run, atomically: a temporary file in the
 //! same directory, then a rename, so the collector never reads half a file.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -21,7 +22,7 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-pub fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> String {
+pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> String {
     let name = label(name);
     let ended = ended
         .duration_since(UNIX_EPOCH)
@@ -83,7 +84,7 @@ pub fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> String {
 }
 
 /// Replace `path` with `content` atomically, readable by a collector.
-pub fn write_atomically(path: &Path, content: &str) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -101,7 +102,6 @@ pub fn write_atomically(path: &Path, content: &str) -> Result<()> {
     file.write_all(content.as_bytes())
         .and_then(|()| file.as_file().sync_all())
         .context("writing the metrics")?;
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o644))
         .context("setting the metrics file's mode")?;
     file.persist(path).with_context(|| {

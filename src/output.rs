@@ -20,14 +20,14 @@ use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use crate::fd::{wait_readable, write_all_fd};
 
 /// Longest line (prefix) the scanner keeps for matching.
-pub const LINE_WINDOW: usize = 64 * 1024;
+pub(crate) const LINE_WINDOW: usize = 64 * 1024;
 /// Size of one read from the child's pipe, and of the pipe itself where
 /// the system allows (`/proc/sys/fs/pipe-max-size` is 1 MiB by default).
-pub const CHUNK: usize = 256 * 1024;
+pub(crate) const CHUNK: usize = 256 * 1024;
 
 /// The patterns compiled once per run, shared by every pump.
 #[derive(Debug)]
-pub struct PatternSet {
+pub(crate) struct PatternSet {
     /// How many patterns (the Retry-After pattern aside) the set numbers.
     count: usize,
     per_line: RegexSet,
@@ -48,7 +48,7 @@ const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
 impl PatternSet {
     /// Compile `patterns`, numbered in the order given, and the Retry-After
     /// header pattern when wanted.
-    pub fn new(patterns: Vec<Regex>, want_retry_after: bool) -> anyhow::Result<PatternSet> {
+    pub(crate) fn new(patterns: &[Regex], want_retry_after: bool) -> anyhow::Result<PatternSet> {
         let mut sources: Vec<String> = patterns.iter().map(|p| p.as_str().to_string()).collect();
         let retry_after = want_retry_after.then(|| {
             sources.push(RETRY_AFTER.to_string());
@@ -92,15 +92,15 @@ impl PatternSet {
 
 /// What the scanner saw in one stream of one attempt.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ScanResult {
+pub(crate) struct ScanResult {
     /// Per pattern of the set: did some line match?
-    pub matched: Vec<bool>,
+    pub(crate) matched: Vec<bool>,
     /// The value of the last Retry-After header line.
-    pub retry_after: Option<String>,
+    pub(crate) retry_after: Option<String>,
 }
 
 impl ScanResult {
-    pub fn merge(&mut self, other: &ScanResult) {
+    pub(crate) fn merge(&mut self, other: &ScanResult) {
         if self.matched.len() < other.matched.len() {
             self.matched.resize(other.matched.len(), false);
         }
@@ -108,13 +108,13 @@ impl ScanResult {
             *mine |= *theirs;
         }
         if other.retry_after.is_some() {
-            self.retry_after = other.retry_after.clone();
+            self.retry_after.clone_from(&other.retry_after);
         }
     }
 }
 
 /// Per-line matcher over a stream that arrives in arbitrary chunks.
-pub struct Scanner<'a> {
+pub(crate) struct Scanner<'a> {
     set: &'a PatternSet,
     line: Vec<u8>,
     result: ScanResult,
@@ -125,7 +125,7 @@ fn is_line_end(byte: u8) -> bool {
 }
 
 impl<'a> Scanner<'a> {
-    pub fn new(set: &'a PatternSet) -> Scanner<'a> {
+    pub(crate) fn new(set: &'a PatternSet) -> Scanner<'a> {
         Scanner {
             set,
             line: Vec::new(),
@@ -136,7 +136,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    pub fn feed(&mut self, mut chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
         let Some(first_end) = memchr::memchr2(b'\n', b'\r', chunk) else {
             self.keep(chunk);
             return;
@@ -154,7 +154,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The stream ended: a last line without a line end still counts.
-    pub fn finish(mut self) -> ScanResult {
+    pub(crate) fn finish(mut self) -> ScanResult {
         if !self.line.is_empty() {
             self.finish_line();
         }
@@ -185,7 +185,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn scan_line(&mut self, line: &[u8]) {
-        for index in self.set.per_line.matches(line).iter() {
+        for index in &self.set.per_line.matches(line) {
             if Some(index) == self.set.retry_after {
                 if let Some(value) = self
                     .set
@@ -204,7 +204,7 @@ impl<'a> Scanner<'a> {
 }
 
 /// Where a pump sends what it reads.
-pub enum Destination<'a> {
+pub(crate) enum Destination<'a> {
     /// One of retry's own descriptors (stdout or stderr).
     Fd(BorrowedFd<'a>),
     /// A spool (`--buffer-stdout`).
@@ -213,17 +213,19 @@ pub enum Destination<'a> {
 
 /// What a pump reports when its stream ends or it is cancelled.
 #[derive(Debug, Default)]
-pub struct PumpReport {
-    pub scan: ScanResult,
+pub(crate) struct PumpReport {
+    pub(crate) scan: ScanResult,
     /// Writing on failed with EPIPE: the reader downstream is gone.
-    pub downstream_closed: bool,
+    pub(crate) downstream_closed: bool,
     /// The last byte passed on was not a line end.
-    pub ends_mid_line: bool,
+    pub(crate) ends_mid_line: bool,
 }
 
 /// Copy `source` to `destination` until end of file or until `cancel`
-/// becomes readable (its write end closed), scanning on the way.
-pub fn pump(
+/// becomes readable (its write end closed), scanning on the way. Takes
+/// `source` to close it on return: a child still writing then meets SIGPIPE.
+#[allow(clippy::needless_pass_by_value)]
+pub(crate) fn pump(
     source: OwnedFd,
     mut destination: Destination<'_>,
     patterns: Option<&PatternSet>,
@@ -274,8 +276,8 @@ mod tests {
             .iter()
             .chain(retry)
             .map(|source| Regex::new(source).unwrap())
-            .collect();
-        PatternSet::new(patterns, retry_after).unwrap()
+            .collect::<Vec<_>>();
+        PatternSet::new(&patterns, retry_after).unwrap()
     }
 
     fn scan_in_chunks(set: &PatternSet, input: &[u8], chunk: usize) -> ScanResult {

@@ -39,34 +39,34 @@ pub(crate) struct ReportSettings {
     pub(crate) log_file: Option<PathBuf>,
 }
 
-pub struct AttemptRecord {
-    pub attempt: u64,
-    pub max_attempts: Option<u64>,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub timed_out: bool,
-    pub duration: Duration,
-    pub outcome: Class,
-    pub reason: String,
+pub(crate) struct AttemptRecord {
+    pub(crate) attempt: u64,
+    pub(crate) max_attempts: Option<u64>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) signal: Option<i32>,
+    pub(crate) timed_out: bool,
+    pub(crate) duration: Duration,
+    pub(crate) outcome: Class,
+    pub(crate) reason: String,
 }
 
-pub struct SleepRecord {
+pub(crate) struct SleepRecord {
     /// The attempt that just failed (0 before the first: splay).
-    pub attempt: u64,
-    pub delay: Duration,
-    pub ceiling: Duration,
-    pub source: SleepSource,
+    pub(crate) attempt: u64,
+    pub(crate) delay: Duration,
+    pub(crate) ceiling: Duration,
+    pub(crate) source: SleepSource,
 }
 
-pub struct DoneRecord {
-    pub outcome: RunOutcome,
-    pub attempts: u64,
-    pub max_attempts: Option<u64>,
-    pub elapsed: Duration,
+pub(crate) struct DoneRecord {
+    pub(crate) outcome: RunOutcome,
+    pub(crate) attempts: u64,
+    pub(crate) max_attempts: Option<u64>,
+    pub(crate) elapsed: Duration,
     /// Retry's own exit status (128+N for a signal).
-    pub exit_code: i32,
+    pub(crate) exit_code: i32,
     /// For humans: how the last attempt ended, or why the run stopped.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 enum Sink {
@@ -74,7 +74,7 @@ enum Sink {
     File(File),
 }
 
-pub struct Reporter {
+pub(crate) struct Reporter {
     verbosity: Verbosity,
     json: bool,
     sink: Sink,
@@ -91,11 +91,11 @@ fn of_attempts(attempt: u64, max: Option<u64>) -> String {
 }
 
 fn millis(duration: Duration) -> u64 {
-    duration.as_millis().min(u64::MAX as u128) as u64
+    duration.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
 impl Reporter {
-    pub fn new(settings: &ReportSettings) -> Result<Reporter> {
+    pub(crate) fn new(settings: &ReportSettings) -> Result<Reporter> {
         let sink = match &settings.log_file {
             Some(path) => Sink::File(
                 OpenOptions::new()
@@ -123,7 +123,7 @@ impl Reporter {
     }
 
     /// The last attempt's scanned stderr ended without a line end.
-    pub fn child_left_line_open(&mut self, open: bool) {
+    pub(crate) fn child_left_line_open(&mut self, open: bool) {
         self.stderr_mid_line = open;
     }
 
@@ -141,7 +141,7 @@ impl Reporter {
         };
     }
 
-    fn event(&mut self, value: Value) {
+    fn event(&mut self, value: &Value) {
         self.write_line(&value.to_string());
     }
 
@@ -156,44 +156,46 @@ impl Reporter {
     }
 
     /// Retry's own errors: shown even with `-q`.
-    pub fn error(&mut self, message: &str) {
+    pub(crate) fn error(&mut self, message: &str) {
         if self.json {
-            self.event(json!({"event": "error", "message": message}));
+            self.event(&json!({"event": "error", "message": message}));
         } else {
             self.say("1;31", &format!("error: {message}"));
         }
     }
 
-    pub fn warning(&mut self, kind: &str, message: &str) {
+    pub(crate) fn warning(&mut self, kind: &str, message: &str) {
         if self.verbosity == Verbosity::Quiet {
             return;
         }
         if self.json {
-            self.event(json!({"event": "warning", "kind": kind, "message": message}));
+            self.event(&json!({"event": "warning", "kind": kind, "message": message}));
         } else {
             self.say("33", &format!("warning: {message}"));
         }
     }
 
     /// `-v`: the policy at start.
-    pub fn policy(&mut self, description: &str) {
+    pub(crate) fn policy(&mut self, description: &str) {
         if self.verbosity != Verbosity::Verbose {
             return;
         }
         if self.json {
-            self.event(json!({"event": "policy", "message": description}));
+            self.event(&json!({"event": "policy", "message": description}));
         } else {
             self.say("2", description);
         }
     }
 
     /// `-v`: an attempt begins.
-    pub fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
+    pub(crate) fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
         if self.verbosity != Verbosity::Verbose {
             return;
         }
         if self.json {
-            self.event(json!({"event": "start", "attempt": attempt, "max_attempts": max_attempts}));
+            self.event(
+                &json!({"event": "start", "attempt": attempt, "max_attempts": max_attempts}),
+            );
         } else {
             self.say(
                 "2",
@@ -203,10 +205,10 @@ impl Reporter {
     }
 
     /// An attempt ended; `next` is the sleep before the next one, if any.
-    pub fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
+    pub(crate) fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
         if self.json {
             if self.verbosity != Verbosity::Quiet {
-                self.event(json!({
+                self.event(&json!({
                     "event": "attempt",
                     "attempt": record.attempt,
                     "max_attempts": record.max_attempts,
@@ -255,12 +257,12 @@ impl Reporter {
         self.say("33", &line);
     }
 
-    pub fn sleep(&mut self, sleep: &SleepRecord) {
+    pub(crate) fn sleep(&mut self, sleep: &SleepRecord) {
         if self.verbosity == Verbosity::Quiet {
             return;
         }
         if self.json {
-            self.event(json!({
+            self.event(&json!({
                 "event": "sleep",
                 "attempt": sleep.attempt,
                 "delay_ms": millis(sleep.delay),
@@ -280,9 +282,9 @@ impl Reporter {
     }
 
     /// A run refused by an open circuit: said even with `-q`, since nothing ran.
-    pub fn circuit_open(&mut self, message: &str, exit_code: i32, elapsed: Duration) {
+    pub(crate) fn circuit_open(&mut self, message: &str, exit_code: i32, elapsed: Duration) {
         if self.json {
-            self.event(json!({
+            self.event(&json!({
                 "event": "done",
                 "outcome": RunOutcome::CircuitOpen.as_str(),
                 "attempts": 0,
@@ -295,10 +297,10 @@ impl Reporter {
         }
     }
 
-    pub fn done(&mut self, record: &DoneRecord) {
+    pub(crate) fn done(&mut self, record: &DoneRecord) {
         if self.json {
             if self.verbosity != Verbosity::Quiet || record.outcome != RunOutcome::Success {
-                self.event(json!({
+                self.event(&json!({
                     "event": "done",
                     "outcome": record.outcome.as_str(),
                     "attempts": record.attempts,

@@ -93,7 +93,7 @@ impl Rules {
             None
         } else {
             Some(
-                PatternSet::new(regexes, retry_after)
+                PatternSet::new(&regexes, retry_after)
                     .map_err(|err| format!("compiling the output patterns: {err}"))?,
             )
         };

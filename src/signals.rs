@@ -8,7 +8,7 @@
 //!
 //! Why signal-hook and not ctrlc (the design card's crate): ctrlc cannot tell
 //! SIGINT from SIGTERM or SIGHUP, so retry could neither forward the signal it
-//! got nor die of it; and it installs its handler over SIG_IGN, which breaks
+//! got nor die of it; and it installs its handler over `SIG_IGN`, which breaks
 //! `nohup retry ...`. signal-hook reports the signal and its origin, and we
 //! simply do not register signals the caller ignored.
 
@@ -23,10 +23,10 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 
 /// Signals that end the run: forwarded to the attempt, then re-raised.
-pub const TERMINATING: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub(crate) const TERMINATING: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// Retry received a terminating signal. `from_terminal` is true when the
     /// kernel sent it (a key at the terminal), which also delivered it to
     /// every process of the foreground group.
@@ -37,28 +37,28 @@ pub enum Event {
 
 /// Dispositions the caller handed us that must survive into the child.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Inherited {
-    pub ignores_ttin: bool,
-    pub ignores_ttou: bool,
+pub(crate) struct Inherited {
+    pub(crate) ignores_ttin: bool,
+    pub(crate) ignores_ttou: bool,
 }
 
 /// The source of [`Event`]s: the self-pipe the signal handlers write to.
-pub struct Events {
+pub(crate) struct Events {
     delivery: SignalDelivery<UnixStream, WithOrigin>,
     /// Signals taken from the pipe but not yet handed out.
     queued: std::collections::VecDeque<Event>,
 }
 
-pub struct SignalEvents {
-    pub events: Events,
-    pub inherited: Inherited,
+pub(crate) struct SignalEvents {
+    pub(crate) events: Events,
+    pub(crate) inherited: Inherited,
 }
 
 fn is_ignored(signal: i32) -> bool {
     // SAFETY: querying a disposition (null new action) changes nothing.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+        libc::sigaction(signal, std::ptr::null(), &raw mut old) == 0
             && old.sa_sigaction == libc::SIG_IGN
     }
 }
@@ -66,7 +66,7 @@ fn is_ignored(signal: i32) -> bool {
 /// Prepare the process's signals, in the order the rules ask for, and start
 /// the thread that turns signals into events. Call before any other thread
 /// exists: threads inherit the signal mask.
-pub fn install() -> Result<SignalEvents> {
+pub(crate) fn install() -> Result<SignalEvents> {
     // SAFETY: process-wide signal settings, made before other threads exist.
     unsafe {
         // An inherited SIGCHLD=SIG_IGN makes the kernel reap children itself,
@@ -74,16 +74,16 @@ pub fn install() -> Result<SignalEvents> {
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         // A parent may hand us a blocked mask; blocked, these never arrive.
         let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
+        libc::sigemptyset(&raw mut set);
         for signal in TERMINATING.into_iter().chain([
             libc::SIGCHLD,
             libc::SIGALRM,
             libc::SIGTSTP,
             libc::SIGCONT,
         ]) {
-            libc::sigaddset(&mut set, signal);
+            libc::sigaddset(&raw mut set, signal);
         }
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
     }
 
     let inherited = Inherited {
@@ -116,7 +116,7 @@ pub fn install() -> Result<SignalEvents> {
     Ok(SignalEvents {
         events: Events {
             delivery,
-            queued: Default::default(),
+            queued: std::collections::VecDeque::default(),
         },
         inherited,
     })
@@ -125,7 +125,7 @@ pub fn install() -> Result<SignalEvents> {
 impl Events {
     /// The next event, waiting until `until` at most (`None`: no limit).
     /// Returns `None` when the time is up first.
-    pub fn next(&mut self, until: Option<Instant>) -> Option<Event> {
+    pub(crate) fn next(&mut self, until: Option<Instant>) -> Option<Event> {
         loop {
             if let Some(event) = self.queued.pop_front() {
                 return Some(event);
@@ -150,7 +150,7 @@ impl Events {
             match poll(&mut fds, timeout.as_ref()) {
                 Ok(0) => return None,
                 Ok(_) => self.collect(),
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return None,
             }
         }
@@ -173,14 +173,18 @@ impl Events {
 }
 
 /// A terminating signal that has already arrived, if any; never waits.
-pub fn pending_signal(events: &mut Events) -> Option<i32> {
+pub(crate) fn pending_signal(events: &mut Events) -> Option<i32> {
     sleep_until(events, Instant::now(), || {})
 }
 
 /// Sleep until `until`, unless a terminating signal comes first: then return
 /// it. A child changing state meanwhile (an orphan adopted from an earlier
 /// attempt, say) calls `on_child`.
-pub fn sleep_until(events: &mut Events, until: Instant, mut on_child: impl FnMut()) -> Option<i32> {
+pub(crate) fn sleep_until(
+    events: &mut Events,
+    until: Instant,
+    mut on_child: impl FnMut(),
+) -> Option<i32> {
     loop {
         match events.next(Some(until)) {
             Some(Event::Signal { signal, .. }) => return Some(signal),

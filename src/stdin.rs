@@ -40,7 +40,7 @@ pub(crate) enum StdinMode {
 }
 
 /// The input source of one run, decided once at start.
-pub enum StdinSource {
+pub(crate) enum StdinSource {
     Inherit,
     Null,
     /// A regular file: seek back to `offset` before every attempt.
@@ -53,7 +53,7 @@ pub enum StdinSource {
 }
 
 /// Everything read from our stdin so far, on disk.
-pub struct Spool {
+pub(crate) struct Spool {
     file: File,
     length: u64,
     at_eof: bool,
@@ -61,18 +61,18 @@ pub struct Spool {
 
 /// How one attempt's stdin is wired: what the child gets, and the feeding
 /// work (for replay) that a thread must do while the attempt runs.
-pub struct AttemptStdin<'a> {
-    pub io: ChildIo,
-    pub feeder: Option<Feeder<'a>>,
+pub(crate) struct AttemptStdin<'a> {
+    pub(crate) io: ChildIo,
+    pub(crate) feeder: Option<Feeder<'a>>,
 }
 
-pub struct Feeder<'a> {
+pub(crate) struct Feeder<'a> {
     spool: &'a mut Spool,
     pipe: OwnedFd,
 }
 
 impl StdinSource {
-    pub fn new(mode: StdinMode) -> Result<StdinSource> {
+    pub(crate) fn new(mode: StdinMode) -> Result<StdinSource> {
         let stdin = io::stdin();
         let fd = stdin.as_fd();
         if mode == StdinMode::Null {
@@ -110,11 +110,11 @@ impl StdinSource {
     }
 
     /// True when attempts after the first read only what earlier ones left.
-    pub fn is_shared_pipe(&self) -> bool {
+    pub(crate) fn is_shared_pipe(&self) -> bool {
         matches!(self, StdinSource::SharedPipe)
     }
 
-    pub fn for_attempt(&mut self) -> Result<AttemptStdin<'_>> {
+    pub(crate) fn for_attempt(&mut self) -> Result<AttemptStdin<'_>> {
         let inherit = |feeder| AttemptStdin {
             io: ChildIo::Inherit,
             feeder,
@@ -168,7 +168,7 @@ impl Feeder<'_> {
     /// Feed the spool, then live input, into the attempt until end of input,
     /// until the attempt closes its stdin, or until `cancel` fires. Closing
     /// the pipe at the end gives the child its end of file.
-    pub fn run(self, cancel: BorrowedFd<'_>) -> Result<()> {
+    pub(crate) fn run(self, cancel: BorrowedFd<'_>) -> Result<()> {
         let Feeder { spool, pipe } = self;
         let mut buffer = vec![0u8; CHUNK];
         let mut offset = 0;
@@ -222,7 +222,7 @@ fn send(pipe: &OwnedFd, mut bytes: &[u8], cancel: BorrowedFd<'_>) -> bool {
     while !bytes.is_empty() {
         match rustix::io::write(pipe, bytes) {
             Ok(count) => bytes = &bytes[count..],
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::INTR) => {}
             Err(rustix::io::Errno::AGAIN) => {
                 if !wait_for(pipe.as_fd(), PollFlags::OUT, cancel) {
                     return false;

@@ -207,6 +207,7 @@ impl CodeSet {
     }
 
     /// Union of two sets (repeating a flag adds codes).
+    #[must_use]
     pub fn union(&self, other: &CodeSet) -> CodeSet {
         let mut set = self.0;
         for (slot, extra) in set.iter_mut().zip(other.0.iter()) {
@@ -223,12 +224,11 @@ pub fn parse_codes(text: &str) -> Result<CodeSet, String> {
         if item.is_empty() {
             return Err("empty item in the code list (expected e.g. 1,7,28,52-56)".into());
         }
-        let (low, high) = match item.split_once('-') {
-            Some((low, high)) => (parse_code(low)?, parse_code(high)?),
-            None => {
-                let code = parse_code(item)?;
-                (code, code)
-            }
+        let (low, high) = if let Some((low, high)) = item.split_once('-') {
+            (parse_code(low)?, parse_code(high)?)
+        } else {
+            let code = parse_code(item)?;
+            (code, code)
         };
         if low > high {
             return Err(format!("range {item} runs backwards"));

@@ -4,6 +4,9 @@
 //!
 //! Options: `--runs N` (default 100), `--seed S`, `--clients 10,50,100`.
 
+// A benchmark reports its figures on stdout.
+#![allow(clippy::print_stdout)]
+
 mod sim;
 
 use sim::Strategy;
@@ -23,7 +26,7 @@ fn main() {
                     .expect("--clients LIST")
                     .split(',')
                     .map(|c| c.parse().expect("a number"))
-                    .collect()
+                    .collect();
             }
             // cargo bench passes --bench; ignore what we do not know.
             _ => {}

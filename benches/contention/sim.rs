@@ -25,7 +25,7 @@ use retry::backoff::{Backoff, Policy};
 use retry::values::Jitter;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     NoJitter,
     Decorrelated,
     Equal,
@@ -34,7 +34,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 5] = [
+    pub(crate) const ALL: [Strategy; 5] = [
         Strategy::NoJitter,
         Strategy::Decorrelated,
         Strategy::Equal,
@@ -43,7 +43,7 @@ impl Strategy {
     ];
 
     /// The name in the reference data (`brooker-reference.csv`).
-    pub fn reference_name(self) -> &'static str {
+    pub(crate) fn reference_name(self) -> &'static str {
         match self {
             Strategy::NoJitter => "Exponential",
             Strategy::Decorrelated => "Decorr",
@@ -53,7 +53,7 @@ impl Strategy {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Strategy::NoJitter => "no jitter",
             Strategy::Decorrelated => "decorrelated",
@@ -124,7 +124,7 @@ impl Ord for Event {
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// When the last client finished (simulated ms).
     pub time: f64,
     /// Writes that reached the server.
@@ -132,7 +132,7 @@ pub struct Outcome {
 }
 
 /// One run: `clients` clients updating one row under `strategy`.
-pub fn run_once(clients: usize, strategy: Strategy, rng: &mut SmallRng) -> Outcome {
+pub(crate) fn run_once(clients: usize, strategy: Strategy, rng: &mut SmallRng) -> Outcome {
     let network = Normal::new(10.0, 2.0).expect("valid normal");
     let policy = strategy.policy();
     let mut backoffs: Vec<Backoff<'_>> = (0..clients).map(|_| policy.sleeps()).collect();
@@ -188,7 +188,7 @@ pub fn run_once(clients: usize, strategy: Strategy, rng: &mut SmallRng) -> Outco
 }
 
 /// The mean over `runs` runs, seeded.
-pub fn mean(clients: usize, strategy: Strategy, runs: u32, seed: u64) -> Outcome {
+pub(crate) fn mean(clients: usize, strategy: Strategy, runs: u32, seed: u64) -> Outcome {
     let mut rng = SmallRng::seed_from_u64(seed ^ (clients as u64) << 8 ^ strategy as u64);
     let (mut time, mut calls) = (0.0, 0.0);
     for _ in 0..runs {
@@ -197,13 +197,13 @@ pub fn mean(clients: usize, strategy: Strategy, runs: u32, seed: u64) -> Outcome
         calls += outcome.calls;
     }
     Outcome {
-        time: time / runs as f64,
-        calls: calls / runs as f64,
+        time: time / f64::from(runs),
+        calls: calls / f64::from(runs),
     }
 }
 
 /// The published figures: (clients, strategy) -> (time mean, calls mean).
-pub fn reference() -> Vec<(usize, String, f64, f64)> {
+pub(crate) fn reference() -> Vec<(usize, String, f64, f64)> {
     let csv = include_str!("reference.csv");
     csv.lines()
         .skip(1)
@@ -219,7 +219,7 @@ pub fn reference() -> Vec<(usize, String, f64, f64)> {
         .collect()
 }
 
-pub fn reference_point(clients: usize, strategy: Strategy) -> Option<(f64, f64)> {
+pub(crate) fn reference_point(clients: usize, strategy: Strategy) -> Option<(f64, f64)> {
     reference()
         .into_iter()
         .find(|(c, name, _, _)| *c == clients && name == strategy.reference_name())

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
-pub enum Phase {
+pub(crate) enum Phase {
     #[default]
     Closed,
     Open,
@@ -24,7 +24,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Phase::Closed => "closed",
             Phase::Open => "open",
@@ -35,40 +35,40 @@ impl Phase {
 
 /// Who runs the half-open probe, and until when the claim holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Probe {
-    pub host: String,
-    pub pid: u32,
-    pub started_ms: u64,
-    pub lease_until_ms: u64,
+pub(crate) struct Probe {
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    pub(crate) started_ms: u64,
+    pub(crate) lease_until_ms: u64,
 }
 
 /// What is stored per circuit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct CircuitState {
-    pub phase: Phase,
+pub(crate) struct CircuitState {
+    pub(crate) phase: Phase,
     /// Failed runs in a row.
-    pub failures: u32,
+    pub(crate) failures: u32,
     /// While open: when the cooldown ends.
-    pub open_until_ms: Option<u64>,
+    pub(crate) open_until_ms: Option<u64>,
     /// The cooldown now in force (doubles per failed probe); 0 before the
     /// circuit first opens.
-    pub cooldown_ms: u64,
-    pub probe: Option<Probe>,
-    pub updated_ms: u64,
+    pub(crate) cooldown_ms: u64,
+    pub(crate) probe: Option<Probe>,
+    pub(crate) updated_ms: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
-pub struct Settings {
-    pub threshold: u32,
-    pub cooldown: Duration,
-    pub max_cooldown: Duration,
+pub(crate) struct Settings {
+    pub(crate) threshold: u32,
+    pub(crate) cooldown: Duration,
+    pub(crate) max_cooldown: Duration,
     /// How long a probe's claim holds if it never reports back.
-    pub probe_lease: Duration,
+    pub(crate) probe_lease: Duration,
 }
 
 /// The answer to "may this run go ahead?".
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// Closed: run as usual.
     Run,
     /// Half-open: run, as the one probe.
@@ -79,7 +79,7 @@ pub enum Admission {
 
 /// How the run that was admitted ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunResult {
+pub(crate) enum RunResult {
     Success,
     /// Retry exits non-zero because the command failed.
     Failure,
@@ -88,11 +88,11 @@ pub enum RunResult {
 }
 
 fn ms(duration: Duration) -> u64 {
-    duration.as_millis().min(u64::MAX as u128) as u64
+    duration.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
 /// Decide whether a run may go ahead, updating the state (claiming the probe).
-pub fn admit(
+pub(crate) fn admit(
     state: &mut CircuitState,
     settings: &Settings,
     now_ms: u64,
@@ -148,7 +148,7 @@ fn holds_probe(state: &CircuitState, me: &Probe) -> bool {
 }
 
 /// Record how an admitted run ended.
-pub fn record(
+pub(crate) fn record(
     state: &mut CircuitState,
     settings: &Settings,
     now_ms: u64,

@@ -21,14 +21,14 @@ use rustix::fs::FlockOperation;
 use super::breaker::CircuitState;
 use super::store::{Store, Updated};
 
-pub struct FileStore {
+pub(crate) struct FileStore {
     dir: PathBuf,
 }
 
 impl FileStore {
     /// Use `dir`, creating it (0700) if missing; refuse it if it is not
     /// owned by us or is writable by group or others.
-    pub fn open(dir: &Path) -> Result<FileStore> {
+    pub(crate) fn open(dir: &Path) -> Result<FileStore> {
         if !dir.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)

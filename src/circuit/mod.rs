@@ -7,10 +7,10 @@
 //! `breaker` holds the pure state machine, `store` the load-modify-store
 //! interface, `file` the local store. This module ties them to a run.
 
-pub mod breaker;
-pub mod file;
-pub mod redis;
-pub mod store;
+pub(crate) mod breaker;
+pub(crate) mod file;
+pub(crate) mod redis;
+pub(crate) mod store;
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,19 +22,19 @@ use store::Store;
 
 /// The circuit settings from the command line.
 #[derive(Clone, Debug)]
-pub struct CircuitConfig {
-    pub name: String,
-    pub state_dir: Option<PathBuf>,
-    /// `--state-url` (or RETRY_STATE_URL): keep circuits in Redis.
-    pub state_url: Option<String>,
+pub(crate) struct CircuitConfig {
+    pub(crate) name: String,
+    pub(crate) state_dir: Option<PathBuf>,
+    /// `--state-url` (or `RETRY_STATE_URL`): keep circuits in Redis.
+    pub(crate) state_url: Option<String>,
     /// Connect and command timeout for the shared store.
-    pub store_timeout: Duration,
-    pub settings: Settings,
+    pub(crate) store_timeout: Duration,
+    pub(crate) settings: Settings,
 }
 
 /// Where circuit state lives without `--state-dir`: `$RETRY_STATE_DIR`,
 /// else `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
-pub fn default_state_dir() -> Result<PathBuf> {
+pub(crate) fn default_state_dir() -> Result<PathBuf> {
     let nonempty = |key: &str| {
         std::env::var_os(key)
             .filter(|v| !v.is_empty())
@@ -55,7 +55,7 @@ pub fn default_state_dir() -> Result<PathBuf> {
 }
 
 /// Circuit names become file names and keys: keep them plain.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     let valid = !name.is_empty()
         && name.len() <= 128
         && !name.starts_with('.')
@@ -72,7 +72,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -89,22 +89,22 @@ fn timestamp(ms: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
-pub struct Circuit {
-    pub name: String,
+pub(crate) struct Circuit {
+    pub(crate) name: String,
     store: Box<dyn Store>,
     settings: Settings,
     me: Probe,
 }
 
 /// What `admit` decided, and what to tell the user.
-pub struct Decision {
-    pub admission: Admission,
-    pub warning: Option<String>,
-    pub state: CircuitState,
+pub(crate) struct Decision {
+    pub(crate) admission: Admission,
+    pub(crate) warning: Option<String>,
+    pub(crate) state: CircuitState,
 }
 
 impl Circuit {
-    pub fn new(name: &str, store: Box<dyn Store>, settings: Settings) -> Circuit {
+    pub(crate) fn new(name: &str, store: Box<dyn Store>, settings: Settings) -> Circuit {
         Circuit {
             name: name.to_string(),
             store,
@@ -118,7 +118,7 @@ impl Circuit {
         }
     }
 
-    pub fn admit(&self) -> Result<Decision> {
+    pub(crate) fn admit(&self) -> Result<Decision> {
         let mut admission = Admission::Run;
         let (settings, me) = (&self.settings, &self.me);
         let store = &self.store;
@@ -134,15 +134,15 @@ impl Circuit {
         })
     }
 
-    pub fn record(&self, result: RunResult) -> Result<Option<String>> {
+    pub(crate) fn record(&self, result: RunResult) -> Result<Option<String>> {
         let (settings, me) = (&self.settings, &self.me);
         let updated = self.store.update(&self.name, &mut |state| {
-            breaker::record(state, settings, now_ms(), me, result)
+            breaker::record(state, settings, now_ms(), me, result);
         })?;
         Ok(updated.warning)
     }
 
-    pub fn reset(&self) -> Result<Option<String>> {
+    pub(crate) fn reset(&self) -> Result<Option<String>> {
         let updated = self.store.update(&self.name, &mut |state| {
             *state = CircuitState {
                 updated_ms: now_ms(),
@@ -153,7 +153,7 @@ impl Circuit {
     }
 
     /// `--circuit-status`: the state, failures, and until when.
-    pub fn status(&self) -> Result<String> {
+    pub(crate) fn status(&self) -> Result<String> {
         let updated = self.store.update(&self.name, &mut |_| {})?;
         let state = updated.state;
         let now = now_ms();
@@ -201,7 +201,7 @@ impl Circuit {
     }
 
     /// The message for a refused run.
-    pub fn refusal(&self, until_ms: u64, probing: bool, state: &CircuitState) -> String {
+    pub(crate) fn refusal(&self, until_ms: u64, probing: bool, state: &CircuitState) -> String {
         let wait = crate::values::human(Duration::from_millis(until_ms.saturating_sub(now_ms())));
         if probing {
             format!(
@@ -221,7 +221,7 @@ impl Circuit {
 }
 
 /// Open the store `config` names.
-pub fn open(config: &CircuitConfig) -> Result<Circuit> {
+pub(crate) fn open(config: &CircuitConfig) -> Result<Circuit> {
     if let Some(url) = &config.state_url {
         // Long enough to outlive any cooldown and probe lease: what expires
         // is a circuit nobody has used for that long.

@@ -18,7 +18,7 @@ use redis::{Commands, ConnectionLike};
 use super::breaker::CircuitState;
 use super::store::{Store, Updated};
 
-pub struct RedisStore {
+pub(crate) struct RedisStore {
     client: redis::Client,
     /// The URL without its credentials, for messages.
     shown: String,
@@ -26,7 +26,7 @@ pub struct RedisStore {
     ttl: Duration,
 }
 
-pub fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     format!("retry:circuit:{name}")
 }
 
@@ -40,7 +40,7 @@ fn redact(url: &str) -> String {
 
 impl RedisStore {
     /// Parse the URL; connecting waits for the first update.
-    pub fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
+    pub(crate) fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
         if url.starts_with("rediss://") {
             // rustls needs its cryptography chosen once per process.
             let _ = rustls::crypto::ring::default_provider().install_default();

@@ -8,12 +8,12 @@ use super::breaker::CircuitState;
 
 /// The state after an update, and anything worth a warning on the way (a
 /// corrupt state that was read as closed).
-pub struct Updated {
-    pub state: CircuitState,
-    pub warning: Option<String>,
+pub(crate) struct Updated {
+    pub(crate) state: CircuitState,
+    pub(crate) warning: Option<String>,
 }
 
-pub trait Store {
+pub(crate) trait Store {
     /// Load circuit `name`, let `change` modify it, and store the result if
     /// it changed: atomically with respect to every other process (and
     /// host) using the same store. A missing or unreadable state is closed.

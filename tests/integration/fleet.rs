@@ -201,7 +201,7 @@ fn three_hosts_share_one_circuit_through_redis() {
         .into_iter()
         .map(|mut c| c.wait().unwrap().code().unwrap())
         .collect();
-    codes.sort();
+    codes.sort_unstable();
     assert_eq!(codes, [0, 75, 75]);
     assert_eq!(lines(work.path(), "probes"), 1);
     // The probe succeeded: closed for everyone.

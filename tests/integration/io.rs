@@ -126,7 +126,7 @@ fn binary_output_passes_through_byte_for_byte() {
     let data = dir.path().join("data");
     let mut bytes = vec![0u8; 8 << 20];
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    for byte in bytes.iter_mut() {
+    for byte in &mut bytes {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -633,8 +633,8 @@ fn pseudo_random(len: usize) -> Vec<u8> {
     (0..len)
         .map(|_| {
             seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) as u8
         })
         .collect()

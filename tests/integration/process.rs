@@ -483,7 +483,7 @@ impl TermCheck for std::process::ExitStatus {
 /// Run `retry` under a pseudo-terminal (it is then the terminal's
 /// foreground), type `input`, and return what appeared on the terminal.
 fn under_pty(args: &[&str], input: &str) -> String {
-    let program = r#"
+    let program = r"
 import os, pty, sys, time, select
 pid, fd = pty.fork()
 if pid == 0:
@@ -509,7 +509,7 @@ pump(3)
 _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors='replace'))
 sys.stdout.write('\nSTATUS=%d\n' % os.waitstatus_to_exitcode(status))
-"#;
+";
     let mut child = std::process::Command::new("python3")
         .args(["-c", program, BIN])
         .args(args)

@@ -1,6 +1,7 @@
 //! Shipping and seeing it: generated files, the man page, metrics, the
 //! nested-retry warning.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 
 use predicates::prelude::*;
@@ -148,7 +149,6 @@ fn the_metrics_file_is_prometheus_text_written_at_the_end() {
     assert!(text.contains("retry_outcome{name=\"nightly\",outcome=\"success\"} 1\n"));
     assert!(text.contains("retry_exit_status{name=\"nightly\"} 0\n"));
     assert_prometheus_text(&text);
-    use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         std::fs::metadata(&metrics).unwrap().permissions().mode() & 0o777,
         0o644
@@ -219,7 +219,7 @@ fn the_metrics_file_is_never_seen_half_written() {
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 if let Ok(text) = std::fs::read_to_string(&metrics) {
                     assert!(
-                        text.ends_with("\n")
+                        text.ends_with('\n')
                             && text.contains("retry_last_run_end_timestamp_seconds"),
                         "torn: {text:?}"
                     );

@@ -7,11 +7,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_retry");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_retry");
 
 /// The binary with a clean environment: no RETRY_* from a surrounding run,
 /// no colour, and a hard timeout so a hang fails instead of blocking CI.
-pub fn retry() -> assert_cmd::Command {
+pub(crate) fn retry() -> assert_cmd::Command {
     let mut std_command = std::process::Command::new(BIN);
     scrub(&mut std_command);
     let mut command = assert_cmd::Command::from_std(std_command);
@@ -21,7 +21,7 @@ pub fn retry() -> assert_cmd::Command {
 
 /// The same, as a plain `std::process::Command` for tests that need the
 /// process itself (signals, background runs).
-pub fn retry_std() -> std::process::Command {
+pub(crate) fn retry_std() -> std::process::Command {
     let mut command = std::process::Command::new(BIN);
     scrub(&mut command);
     command
@@ -36,7 +36,7 @@ fn scrub(command: &mut std::process::Command) {
     }
 }
 
-pub fn scratch() -> tempfile::TempDir {
+pub(crate) fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("retry-test-")
         .tempdir()
@@ -44,7 +44,7 @@ pub fn scratch() -> tempfile::TempDir {
 }
 
 /// Write an executable script.
-pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
     fs::write(&path, body).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
@@ -53,7 +53,7 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 /// A script that counts its runs in `count` and fails with `code` until it
 /// has failed `failures` times, then succeeds.
-pub fn flaky(dir: &Path, failures: u32, code: i32) -> PathBuf {
+pub(crate) fn flaky(dir: &Path, failures: u32, code: i32) -> PathBuf {
     let count = dir.join("count");
     script(
         dir,
@@ -66,20 +66,20 @@ pub fn flaky(dir: &Path, failures: u32, code: i32) -> PathBuf {
 }
 
 /// How many times a counting script ran.
-pub fn runs(dir: &Path) -> u32 {
+pub(crate) fn runs(dir: &Path) -> u32 {
     fs::read_to_string(dir.join("count")).map_or(0, |s| s.trim().parse().unwrap())
 }
 
 /// A shell command that appends a line to `dir/count`-style file `name`.
-pub fn tally(dir: &Path, name: &str) -> String {
+pub(crate) fn tally(dir: &Path, name: &str) -> String {
     format!("echo x >> '{}'", dir.join(name).display())
 }
 
-pub fn lines(dir: &Path, name: &str) -> usize {
+pub(crate) fn lines(dir: &Path, name: &str) -> usize {
     fs::read_to_string(dir.join(name)).map_or(0, |s| s.lines().count())
 }
 
-pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
+pub(crate) fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(stderr)
         .lines()
         .map(|line| {
@@ -89,7 +89,7 @@ pub fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
 }
 
 /// Processes whose command line contains `marker` (found through /proc).
-pub fn processes_with(marker: &str) -> Vec<u32> {
+pub(crate) fn processes_with(marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -108,7 +108,7 @@ pub fn processes_with(marker: &str) -> Vec<u32> {
 }
 
 /// Wait up to `limit` for no process with `marker` to be left.
-pub fn none_left(marker: &str, limit: Duration) -> bool {
+pub(crate) fn none_left(marker: &str, limit: Duration) -> bool {
     let end = std::time::Instant::now() + limit;
     loop {
         if processes_with(marker).is_empty() {
@@ -132,14 +132,14 @@ fn unsafe_kill(pid: u32) {
 }
 
 /// A unique marker for grandchildren: `sleep 300.<n>`.
-pub fn marker() -> String {
+pub(crate) fn marker() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
     format!("300.{}{:03}", std::process::id() % 100_000, n)
 }
 
-pub fn send_signal(pid: u32, signal: &str) {
+pub(crate) fn send_signal(pid: u32, signal: &str) {
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(pid.to_string())
@@ -149,7 +149,7 @@ pub fn send_signal(pid: u32, signal: &str) {
 }
 
 /// Wait until `path` exists (a child announcing it is running).
-pub fn wait_for_file(path: &Path, limit: Duration) {
+pub(crate) fn wait_for_file(path: &Path, limit: Duration) {
     let end = std::time::Instant::now() + limit;
     while !path.exists() {
         assert!(
@@ -162,14 +162,14 @@ pub fn wait_for_file(path: &Path, limit: Duration) {
 }
 
 /// `(exit code, signal)` of a finished std child.
-pub fn code_and_signal(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
+pub(crate) fn code_and_signal(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     (status.code(), status.signal())
 }
 
 /// Run `retry ARGS -- sh -c BODY` where BODY first counts the attempt;
 /// returns the output and the number of attempts that ran.
-pub fn counted(args: &[&str], body: &str) -> (std::process::Output, usize) {
+pub(crate) fn counted(args: &[&str], body: &str) -> (std::process::Output, usize) {
     let dir = scratch();
     let script = format!("{}; {body}", tally(dir.path(), "attempts"));
     let output = retry()
@@ -182,7 +182,7 @@ pub fn counted(args: &[&str], body: &str) -> (std::process::Output, usize) {
 
 /// One attempt behind circuit `name`, which opens after 2 failed runs for
 /// 300 ms: the settings every circuit test shares.
-pub fn circuit_args(name: &str) -> [&str; 8] {
+pub(crate) fn circuit_args(name: &str) -> [&str; 8] {
     [
         "-n",
         "1",
