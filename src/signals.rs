@@ -63,9 +63,9 @@ fn is_ignored(signal: i32) -> bool {
     }
 }
 
-/// Prepare the process's signals, in the order the rules ask for, and start
-/// the thread that turns signals into events. Call before any other thread
-/// exists: threads inherit the signal mask.
+/// Prepare the process's signals, in the order the rules ask for, and the
+/// self-pipe their handlers write to. Call before any other thread exists:
+/// threads inherit the signal mask.
 pub(crate) fn install() -> Result<SignalEvents> {
     // SAFETY: process-wide signal settings, made before other threads exist.
     unsafe {

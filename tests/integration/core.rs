@@ -272,13 +272,8 @@ fn retry_on_exit_makes_other_codes_permanent() {
 fn json_events_follow_the_contract_schema() {
     let dir = scratch();
     let flaky = flaky(dir.path(), 2, 7);
-    let out = retry()
-        .args(["-d", "1ms", "-c", "5ms", "--log-format", "json", "--"])
-        .arg(&flaky)
-        .output()
-        .unwrap();
+    let (out, events) = json_run(&["-d", "1ms", "-c", "5ms", "--", flaky.to_str().unwrap()]);
     assert!(out.status.success());
-    let events = json_events(&out.stderr);
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| e["event"].as_str().unwrap())
@@ -311,47 +306,13 @@ fn json_events_follow_the_contract_schema() {
 
 #[test]
 fn json_reports_exhausted_and_permanent_runs() {
-    let out = retry()
-        .args([
-            "-n",
-            "2",
-            "-d",
-            "1ms",
-            "--log-format",
-            "json",
-            "--",
-            "sh",
-            "-c",
-            "exit 3",
-        ])
-        .output()
-        .unwrap();
-    let events = json_events(&out.stderr);
+    let (_, events) = json_run(&["-n", "2", "-d", "1ms", "--", "sh", "-c", "exit 3"]);
     let done = events.last().unwrap();
     assert_eq!(done["outcome"], "exhausted");
     assert_eq!(done["exit_code"], 3);
-    let out = retry()
-        .args([
-            "--stop-on-exit",
-            "3",
-            "--log-format",
-            "json",
-            "--",
-            "sh",
-            "-c",
-            "exit 3",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        json_events(&out.stderr).last().unwrap()["outcome"],
-        "permanent"
-    );
-    let out = retry()
-        .args(["--log-format", "json", "--", "/nonexistent"])
-        .output()
-        .unwrap();
-    let events = json_events(&out.stderr);
+    let (_, events) = json_run(&["--stop-on-exit", "3", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(events.last().unwrap()["outcome"], "permanent");
+    let (_, events) = json_run(&["--", "/nonexistent"]);
     assert_eq!(events[0]["exit_code"], 127);
     assert_eq!(events.last().unwrap()["exit_code"], 127);
 }
@@ -359,26 +320,9 @@ fn json_reports_exhausted_and_permanent_runs() {
 #[test]
 fn no_sleep_follows_the_last_attempt() {
     let started = Instant::now();
-    let out = retry()
-        .args([
-            "-n",
-            "2",
-            "-d",
-            "300ms",
-            "-j",
-            "none",
-            "--log-format",
-            "json",
-            "--",
-            "false",
-        ])
-        .output()
-        .unwrap();
+    let (out, events) = json_run(&["-n", "2", "-d", "300ms", "-j", "none", "--", "false"]);
     assert_eq!(out.status.code(), Some(1));
-    let sleeps = json_events(&out.stderr)
-        .iter()
-        .filter(|e| e["event"] == "sleep")
-        .count();
+    let sleeps = events.iter().filter(|e| e["event"] == "sleep").count();
     assert_eq!(sleeps, 1);
     // One 300 ms sleep, not two.
     assert!(
@@ -391,26 +335,20 @@ fn no_sleep_follows_the_last_attempt() {
 #[test]
 fn max_time_alone_means_unlimited_attempts_and_no_sleep_past_it() {
     let started = Instant::now();
-    let out = retry()
-        .args([
-            "--max-time",
-            "700ms",
-            "-d",
-            "50ms",
-            "-c",
-            "100ms",
-            "-j",
-            "none",
-            "--log-format",
-            "json",
-            "--",
-            "false",
-        ])
-        .output()
-        .unwrap();
+    let (out, events) = json_run(&[
+        "--max-time",
+        "700ms",
+        "-d",
+        "50ms",
+        "-c",
+        "100ms",
+        "-j",
+        "none",
+        "--",
+        "false",
+    ]);
     let elapsed = started.elapsed();
     assert_eq!(out.status.code(), Some(1));
-    let events = json_events(&out.stderr);
     let done = events.last().unwrap();
     assert_eq!(done["outcome"], "deadline");
     let attempts = done["attempts"].as_u64().unwrap();
@@ -489,11 +427,7 @@ fn log_file_receives_the_messages_and_appends() {
 
 #[test]
 fn splay_sleeps_before_the_first_attempt() {
-    let out = retry()
-        .args(["--splay", "50ms", "--log-format", "json", "--", "true"])
-        .output()
-        .unwrap();
-    let events = json_events(&out.stderr);
+    let (_, events) = json_run(&["--splay", "50ms", "--", "true"]);
     assert_eq!(events[0]["event"], "sleep");
     assert_eq!(events[0]["source"], "splay");
     assert_eq!(events[0]["attempt"], 0);

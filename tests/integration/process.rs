@@ -187,10 +187,7 @@ fn sigterm_to_retry_escalates_to_sigkill_for_a_child_that_ignores_it() {
     let dir = scratch();
     let marker = marker();
     let started = dir.path().join("started");
-    let body = format!(
-        "trap '' TERM; touch '{}'; sleep {marker}",
-        started.display()
-    );
+    let body = format!("trap '' TERM; {}", sleeper(&started, &marker));
     let mut child = start_in_background(
         &["--kill-after", "200ms", "--", "sh", "-c", &body],
         dir.path(),
@@ -214,7 +211,7 @@ fn sighup_and_sigquit_are_forwarded_and_reraised_too() {
         let dir = scratch();
         let marker = marker();
         let started = dir.path().join("started");
-        let body = format!("touch '{}'; sleep {marker}", started.display());
+        let body = sleeper(&started, &marker);
         let mut child = start_in_background(&["--", "sh", "-c", &body], dir.path());
         wait_for_file(&started, Duration::from_secs(5));
         send_signal(child.id(), name);
@@ -383,7 +380,7 @@ fn an_inherited_blocked_sigterm_is_unblocked() {
     let dir = scratch();
     let marker = marker();
     let started = dir.path().join("started");
-    let body = format!("touch '{}'; sleep {marker}", started.display());
+    let body = sleeper(&started, &marker);
     let program = "import signal, os, sys\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\nos.execv(sys.argv[1], sys.argv[1:])";
     let mut child = std::process::Command::new("python3")
         .args(["-c", program, BIN, "--", "sh", "-c", &body])

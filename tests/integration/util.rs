@@ -79,6 +79,23 @@ pub(crate) fn lines(dir: &Path, name: &str) -> usize {
     fs::read_to_string(dir.join(name)).map_or(0, |s| s.lines().count())
 }
 
+/// Run retry with `--log-format json` and `args`: its output and events.
+pub(crate) fn json_run(args: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
+    let out = retry()
+        .args(["--log-format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let events = json_events(&out.stderr);
+    (out, events)
+}
+
+/// A shell body that touches `started`, then sleeps with `marker` as its
+/// argument (so the sleeper can be found in /proc afterwards).
+pub(crate) fn sleeper(started: &Path, marker: &str) -> String {
+    format!("touch '{}'; sleep {marker}", started.display())
+}
+
 pub(crate) fn json_events(stderr: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(stderr)
         .lines()
