@@ -7,8 +7,8 @@ complete -c retry -l splay -d 'Sleep a random time in [0, DURATION) before the f
 complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires' -r
 complete -c retry -s T -l timeout -d 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure' -r
 complete -c retry -l kill-after -d 'After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group' -r
-complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent' -r
-complete -c retry -l stop-on-exit -d 'Exit codes that are permanent failures: stop at once' -r
+complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent. A death by signal N counts as code 128+N; a timed-out attempt is judged only as timed out (see --stop-on-timeout)' -r
+complete -c retry -l stop-on-exit -d 'Exit codes that are permanent failures: stop at once (a death by signal N counts as 128+N)' -r
 complete -c retry -l retry-on-output -d 'A failed attempt whose output has a line matching REGEX is transient (repeatable)' -r
 complete -c retry -l stop-on-output -d 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)' -r
 complete -c retry -l preset -d 'Rules for a known command: \'curl\' makes a `curl --fail` child retry like curl\'s own --retry' -r -f -a "curl\t'curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504'"
@@ -18,6 +18,9 @@ inherit\t'Handed to the child as it is'
 null\t'/dev/null'"
 complete -c retry -l log-format -d 'Format of retry\'s own messages' -r -f -a "text\t''
 json\t''"
+complete -c retry -l color -d 'When to colour retry\'s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
 complete -c retry -l log-file -d 'Append retry\'s own messages to PATH instead of stderr' -r -F
 complete -c retry -l metrics-file -d 'At the end of the run, write a Prometheus text file (for node_exporter\'s textfile collector) to PATH, atomically' -r -F
 complete -c retry -l name -d 'The name label of --metrics-file [default: the command\'s file name]' -r
@@ -34,6 +37,7 @@ complete -c retry -l state-timeout -d 'Connect and command timeout for --state-u
 complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit' -r
 complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
 complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
+complete -c retry -l stop-on-timeout -d 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
 complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout and emit only the final attempt\'s'

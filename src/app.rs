@@ -89,7 +89,8 @@ fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
 
 /// `Mode::Run`: the command behind its circuit, then the metrics.
 fn run_command(config: &Config) -> ExitStatus {
-    let mut reporter = match Reporter::new(&config.report) {
+    let run_id = runner::new_run_id();
+    let mut reporter = match Reporter::new(&config.report, &run_id) {
         Ok(reporter) => reporter,
         Err(err) => return usage_error(&format!("{err:#}")),
     };
@@ -112,7 +113,9 @@ fn run_command(config: &Config) -> ExitStatus {
     let admitted = matches!(gate, Gate::Admitted);
     let result = match gate {
         Gate::Refused(summary) => Ok(summary),
-        Gate::Admitted | Gate::Unchecked => runner::run(config, &mut signals, &mut reporter),
+        Gate::Admitted | Gate::Unchecked => {
+            runner::run(config, &run_id, &mut signals, &mut reporter)
+        }
     };
     if let (Some(circuit), true, Ok(summary)) = (&circuit, admitted, &result) {
         record(circuit, summary, &mut reporter);

@@ -1,20 +1,23 @@
 //! How an attempt ended, and whether that calls for another one.
 //!
-//! Pure: the runner gathers an [`Observation`] (exit status, timeout, the
-//! hint file's word, which output patterns matched) and [`classify`] applies
-//! the contract's rules in order, first match wins:
+//! Pure: the runner gathers an [`Observation`] (how the attempt ended, the
+//! hint file's word, which output patterns matched) and [`classify`] decides.
+//! First, before every rule: success (exit 0 in time); an attempt ended by
+//! a time limit, judged only as timed out (transient, or permanent under
+//! `--stop-on-timeout`); a death by SIGINT, SIGQUIT or SIGPIPE (permanent: a
+//! user or a closed reader ended it). Then the first rule that matches wins:
 //!
 //! 0. a hint, 1. `--stop-on-output`, 2. `--retry-on-output`,
-//! 3. `--stop-on-exit`, 4. `--retry-on-exit`, 5. not started (permanent),
-//! 6. death by SIGINT, SIGQUIT or SIGPIPE (permanent: a user or a closed
-//!    reader ended it), 7. anything else (transient).
+//! 3. `--stop-on-exit`, 4. `--retry-on-exit` (a death by signal N meets 3
+//!    and 4 as code 128+N), 5. not started (permanent), 7. anything else
+//!    (transient).
 //!
 //! Rules 1-4 come in rule sets: the user's own first, then a preset's, so a
 //! flag on the command line always overrides the preset.
 
 use crate::child::{Ending, ProcessEnd};
 use crate::hint::Hint;
-use crate::rules::{OutputRule, RuleSet, RuleSource};
+use crate::rules::{OutputRule, RuleSet, RuleSource, Rules};
 
 /// What the runner saw of one attempt.
 #[derive(Clone, Debug)]
@@ -55,12 +58,25 @@ fn verdict(class: Class, reason: impl Into<String>) -> Verdict {
     }
 }
 
-pub(crate) fn classify(observation: &Observation<'_>, rules: &[RuleSet]) -> Verdict {
+pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict {
     let ending = observation.ending;
     if ending.succeeded() {
         return verdict(Class::Success, ending.describe());
     }
     let what = ending.describe();
+    if ending.timed_out {
+        return if rules.stop_on_timeout {
+            verdict(Class::Permanent, format!("{what}; --stop-on-timeout"))
+        } else {
+            verdict(Class::Transient, what)
+        };
+    }
+    // 6. A user at the terminal, or a reader that went away.
+    if let ProcessEnd::Signaled(signal) = ending.process
+        && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
+    {
+        return verdict(Class::Permanent, what);
+    }
 
     // 0. The attempt's own word wins over every other rule.
     match observation.hint {
@@ -87,7 +103,7 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &[RuleSet]) -> Verd
 
     // 1-4, per rule set: the command line's first, then the preset's.
     let matched = |rule: &&OutputRule| observation.matched.get(rule.slot) == Some(&true);
-    for set in rules {
+    for set in &rules.sets {
         if let Some(rule) = set.stop_on_output.iter().find(matched) {
             return verdict(
                 Class::Permanent,
@@ -100,13 +116,12 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &[RuleSet]) -> Verd
                 output_reason(&what, set, rule, "--retry-on-output"),
             );
         }
-        // A timed-out or signalled attempt has no exit code for 3 and 4.
-        let ProcessEnd::Exited(code) = ending.process else {
-            continue;
+        // A death by signal N meets the lists as the shell shows it, 128+N.
+        let code = match ending.process {
+            ProcessEnd::Exited(code) => code,
+            ProcessEnd::Signaled(signal) => 128 + signal,
+            ProcessEnd::NotStarted { .. } => continue,
         };
-        if ending.timed_out {
-            continue;
-        }
         if set
             .stop_on_exit
             .as_ref()
@@ -129,13 +144,6 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &[RuleSet]) -> Verd
 
     // 5. Not found, not executable: deterministic, retrying cannot help.
     if let ProcessEnd::NotStarted { .. } = ending.process {
-        return verdict(Class::Permanent, what);
-    }
-    // 6. A user at the terminal, or a reader that went away.
-    if let ProcessEnd::Signaled(signal) = ending.process
-        && !ending.timed_out
-        && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
-    {
         return verdict(Class::Permanent, what);
     }
     // 7.
@@ -181,6 +189,15 @@ mod tests {
         rule
     }
 
+    fn all(sets: &[RuleSet]) -> Rules {
+        Rules {
+            sets: sets.to_vec(),
+            retry_after: false,
+            stop_on_timeout: false,
+            patterns: None,
+        }
+    }
+
     fn class_with(
         ending: &Ending,
         hint: Option<Hint>,
@@ -193,7 +210,7 @@ mod tests {
                 hint,
                 matched,
             },
-            rules,
+            &all(rules),
         )
         .class
     }
@@ -309,7 +326,7 @@ mod tests {
                 hint: None,
                 matched: &[true],
             },
-            &rules,
+            &all(&rules),
         );
         assert_eq!(verdict.class, Class::Transient);
         assert_eq!(verdict.reason, "exit 22; 503 (preset curl)");
@@ -327,7 +344,7 @@ mod tests {
                 hint: None,
                 matched: &[],
             },
-            &[user(None, None)],
+            &all(&[user(None, None)]),
         );
         assert_eq!(verdict.class, Class::Permanent);
         assert_eq!(verdict.reason, "x: command not found (exit 127)");
@@ -346,5 +363,33 @@ mod tests {
             class(&ended(ProcessEnd::Signaled(libc::SIGTERM)), &rules),
             Class::Transient
         );
+    }
+
+    #[test]
+    fn a_timed_out_attempt_is_judged_only_as_timed_out() {
+        let mut ending = ended(ProcessEnd::Signaled(libc::SIGTERM));
+        ending.timed_out = true;
+        // Neither list sees it: 124 and 143 are not what happened.
+        let rules = [user(Some("124,143"), Some("75"))];
+        assert_eq!(class(&ending, &rules), Class::Transient);
+        let mut strict = all(&rules);
+        strict.stop_on_timeout = true;
+        let observation = Observation {
+            ending: &ending,
+            hint: None,
+            matched: &[],
+        };
+        assert_eq!(classify(&observation, &strict).class, Class::Permanent);
+    }
+
+    #[test]
+    fn a_death_by_signal_meets_the_lists_as_128_plus_n() {
+        let killed = ended(ProcessEnd::Signaled(libc::SIGTERM));
+        assert_eq!(class(&killed, &[user(None, Some("75"))]), Class::Permanent);
+        assert_eq!(class(&killed, &[user(None, Some("143"))]), Class::Transient);
+        assert_eq!(class(&killed, &[user(Some("143"), None)]), Class::Permanent);
+        // SIGPIPE ends the run before any list is asked.
+        let piped = ended(ProcessEnd::Signaled(libc::SIGPIPE));
+        assert_eq!(class(&piped, &[user(None, Some("141"))]), Class::Permanent);
     }
 }

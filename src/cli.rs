@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use crate::generate::Kind as GenerateKind;
-use crate::report::LogFormat;
+use crate::report::{ColorWhen, LogFormat};
 use crate::stdin::StdinMode;
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
 
@@ -94,11 +94,11 @@ pub(crate) struct Cli {
     pub(crate) kill_after: Duration,
 
     // ---- Classification ----
-    /// Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent
+    /// Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent. A death by signal N counts as code 128+N; a timed-out attempt is judged only as timed out (see --stop-on-timeout)
     #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = CLASSIFY)]
     pub(crate) retry_on_exit: Vec<CodeSet>,
 
-    /// Exit codes that are permanent failures: stop at once
+    /// Exit codes that are permanent failures: stop at once (a death by signal N counts as 128+N)
     #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = CLASSIFY)]
     pub(crate) stop_on_exit: Vec<CodeSet>,
 
@@ -109,6 +109,10 @@ pub(crate) struct Cli {
     /// A failed attempt whose output has a line matching REGEX is permanent (repeatable)
     #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
     pub(crate) stop_on_output: Vec<regex::bytes::Regex>,
+
+    /// An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)
+    #[arg(long, help_heading = CLASSIFY)]
+    pub(crate) stop_on_timeout: bool,
 
     /// Scan stdout as well as stderr for the output patterns
     #[arg(long, help_heading = CLASSIFY)]
@@ -148,6 +152,10 @@ pub(crate) struct Cli {
     /// Format of retry's own messages
     #[arg(long, value_name = "FORMAT", default_value = "text", help_heading = REPORTING)]
     pub(crate) log_format: LogFormat,
+
+    /// When to colour retry's own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never
+    #[arg(long, value_name = "WHEN", default_value = "auto", help_heading = REPORTING)]
+    pub(crate) color: ColorWhen,
 
     /// Append retry's own messages to PATH instead of stderr
     #[arg(long, value_name = "PATH", help_heading = REPORTING)]

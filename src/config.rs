@@ -102,7 +102,8 @@ impl Config {
             sets.push(preset::curl());
             retry_after = true;
         }
-        let rules = Rules::new(sets, retry_after).map_err(UsageError)?;
+        let mut rules = Rules::new(sets, retry_after).map_err(UsageError)?;
+        rules.stop_on_timeout = cli.stop_on_timeout;
 
         let verbosity = if cli.quiet {
             Verbosity::Quiet
@@ -187,6 +188,7 @@ impl Config {
                 verbosity,
                 format: cli.log_format,
                 log_file: cli.log_file,
+                color: cli.color,
             },
             metrics,
             circuit,

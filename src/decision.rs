@@ -48,7 +48,10 @@ impl RunOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SleepSource {
     Backoff,
+    /// A `Retry-After:` header in the output.
     RetryAfter,
+    /// `retry-after=` in the hint file (`retry-after` in JSON too).
+    Hint,
     Splay,
 }
 
@@ -56,7 +59,7 @@ impl SleepSource {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             SleepSource::Backoff => "backoff",
-            SleepSource::RetryAfter => "retry-after",
+            SleepSource::RetryAfter | SleepSource::Hint => "retry-after",
             SleepSource::Splay => "splay",
         }
     }

@@ -9,12 +9,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anstyle::{AnsiColor, Style};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::classify::Class;
 use crate::decision::{RunOutcome, SleepSource};
-use crate::fd::own_fd;
 use crate::values::human;
 
 /// Format of retry's own messages.
@@ -31,12 +31,21 @@ pub(crate) enum Verbosity {
     Verbose,
 }
 
+/// `--color`: when retry's own lines are coloured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
 /// Where and how retry's own messages go.
 #[derive(Debug)]
 pub(crate) struct ReportSettings {
     pub(crate) verbosity: Verbosity,
     pub(crate) format: LogFormat,
     pub(crate) log_file: Option<PathBuf>,
+    pub(crate) color: ColorWhen,
 }
 
 pub(crate) struct AttemptRecord {
@@ -67,6 +76,16 @@ pub(crate) struct DoneRecord {
     pub(crate) exit_code: i32,
     /// For humans: how the last attempt ended, or why the run stopped.
     pub(crate) detail: String,
+    /// The last attempt was ended by a time limit.
+    pub(crate) timed_out: bool,
+    /// The signal the last attempt died of.
+    pub(crate) signal: Option<i32>,
+}
+
+/// The attempt died of SIGPIPE: its reader went away on purpose
+/// (`retry -- yes | head -1`), which is no failure worth a word.
+fn reader_went_away(signal: Option<i32>, timed_out: bool) -> bool {
+    signal == Some(libc::SIGPIPE) && !timed_out
 }
 
 enum Sink {
@@ -81,6 +100,18 @@ pub(crate) struct Reporter {
     color: bool,
     /// The child's scanned stderr stopped mid-line: start ours on a new one.
     stderr_mid_line: bool,
+    /// The run's id, on every JSON event.
+    run_id: String,
+}
+
+const FAILURE: Style = AnsiColor::Red.on_default().bold();
+const WARNING: Style = AnsiColor::Yellow.on_default();
+const SUCCESS: Style = AnsiColor::Green.on_default();
+const DIM: Style = Style::new().dimmed();
+
+/// Now, as RFC 3339 in UTC with milliseconds.
+fn timestamp_now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 fn of_attempts(attempt: u64, max: Option<u64>) -> String {
@@ -95,7 +126,7 @@ fn millis(duration: Duration) -> u64 {
 }
 
 impl Reporter {
-    pub(crate) fn new(settings: &ReportSettings) -> Result<Reporter> {
+    pub(crate) fn new(settings: &ReportSettings, run_id: &str) -> Result<Reporter> {
         let sink = match &settings.log_file {
             Some(path) => Sink::File(
                 OpenOptions::new()
@@ -111,14 +142,20 @@ impl Reporter {
         let json = settings.format == LogFormat::Json;
         let color = !json
             && matches!(sink, Sink::Stderr)
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            && rustix::termios::isatty(own_fd(2));
+            && match settings.color {
+                ColorWhen::Always => true,
+                ColorWhen::Never => false,
+                ColorWhen::Auto => {
+                    anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
+                }
+            };
         Ok(Reporter {
             verbosity: settings.verbosity,
             json,
             sink,
             color,
             stderr_mid_line: false,
+            run_id: run_id.to_string(),
         })
     }
 
@@ -133,6 +170,11 @@ impl Reporter {
             text.push('\n');
             self.stderr_mid_line = false;
         }
+        if matches!(self.sink, Sink::File(_)) && !self.json {
+            // Runs appended to one file are told apart by time.
+            text.push_str(&timestamp_now());
+            text.push(' ');
+        }
         text.push_str(line);
         text.push('\n');
         let _ = match &mut self.sink {
@@ -141,14 +183,20 @@ impl Reporter {
         };
     }
 
+    /// One JSON event, with the time and the run's id added.
     fn event(&mut self, value: &Value) {
+        let mut value = value.clone();
+        if let Value::Object(fields) = &mut value {
+            fields.insert("ts".into(), Value::from(timestamp_now()));
+            fields.insert("run_id".into(), Value::from(self.run_id.as_str()));
+        }
         self.write_line(&value.to_string());
     }
 
-    /// `retry: <message>`, the prefix coloured on a terminal.
-    fn say(&mut self, colour: &str, message: &str) {
+    /// `retry: <message>`, the prefix coloured when colour is on.
+    fn say(&mut self, style: Style, message: &str) {
         let line = if self.color {
-            format!("\x1b[{colour}mretry:\x1b[0m {message}")
+            format!("{style}retry:{style:#} {message}")
         } else {
             format!("retry: {message}")
         };
@@ -160,7 +208,7 @@ impl Reporter {
         if self.json {
             self.event(&json!({"event": "error", "message": message}));
         } else {
-            self.say("1;31", &format!("error: {message}"));
+            self.say(FAILURE, &format!("error: {message}"));
         }
     }
 
@@ -171,7 +219,7 @@ impl Reporter {
         if self.json {
             self.event(&json!({"event": "warning", "kind": kind, "message": message}));
         } else {
-            self.say("33", &format!("warning: {message}"));
+            self.say(WARNING, &format!("warning: {message}"));
         }
     }
 
@@ -183,7 +231,7 @@ impl Reporter {
         if self.json {
             self.event(&json!({"event": "policy", "message": description}));
         } else {
-            self.say("2", description);
+            self.say(DIM, description);
         }
     }
 
@@ -198,7 +246,7 @@ impl Reporter {
             );
         } else {
             self.say(
-                "2",
+                DIM,
                 &format!("attempt {}: {command}", of_attempts(attempt, max_attempts)),
             );
         }
@@ -225,13 +273,13 @@ impl Reporter {
             }
             return;
         }
-        if self.verbosity == Verbosity::Quiet {
+        if self.verbosity == Verbosity::Quiet || reader_went_away(record.signal, record.timed_out) {
             return;
         }
         if record.outcome == Class::Success {
             if self.verbosity == Verbosity::Verbose {
                 self.say(
-                    "32",
+                    SUCCESS,
                     &format!(
                         "attempt {} succeeded in {}",
                         of_attempts(record.attempt, record.max_attempts),
@@ -250,11 +298,12 @@ impl Reporter {
         if let Some(sleep) = next {
             let why = match sleep.source {
                 SleepSource::RetryAfter => " as Retry-After asked",
-                _ => "",
+                SleepSource::Hint => " as the hint file asked",
+                SleepSource::Backoff | SleepSource::Splay => "",
             };
             line.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
         }
-        self.say("33", &line);
+        self.say(WARNING, &line);
     }
 
     pub(crate) fn sleep(&mut self, sleep: &SleepRecord) {
@@ -271,7 +320,7 @@ impl Reporter {
             }));
         } else if self.verbosity == Verbosity::Verbose {
             self.say(
-                "2",
+                DIM,
                 &format!(
                     "sleeping {} ({}) before the first attempt",
                     human(sleep.delay),
@@ -293,7 +342,7 @@ impl Reporter {
                 "message": message,
             }));
         } else {
-            self.say("1;31", message);
+            self.say(FAILURE, message);
         }
     }
 
@@ -306,11 +355,23 @@ impl Reporter {
                     "attempts": record.attempts,
                     "elapsed_ms": millis(record.elapsed),
                     "exit_code": record.exit_code,
+                    "timed_out": record.timed_out,
+                    "signal": record.signal,
                 }));
             }
             return;
         }
         if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        if reader_went_away(record.signal, record.timed_out) {
+            if self.verbosity == Verbosity::Verbose {
+                let line = format!(
+                    "the command's reader went away (SIGPIPE): ending as the shell would, with {}",
+                    record.exit_code
+                );
+                self.say(DIM, &line);
+            }
             return;
         }
         let elapsed = human(record.elapsed);
@@ -326,7 +387,7 @@ impl Reporter {
                         "succeeded on attempt {} after {elapsed}",
                         of_attempts(record.attempts, record.max_attempts)
                     );
-                    self.say("32", &line);
+                    self.say(SUCCESS, &line);
                 }
             }
             RunOutcome::Interrupted => {
@@ -334,7 +395,7 @@ impl Reporter {
                     "{} after {} {plural} in {elapsed}",
                     record.detail, record.attempts
                 );
-                self.say("1;31", &line);
+                self.say(FAILURE, &line);
             }
             RunOutcome::CircuitOpen => {}
             _ => {
@@ -347,7 +408,7 @@ impl Reporter {
                     "gave up after {} {plural} in {elapsed}: {why}{}",
                     record.attempts, record.detail
                 );
-                self.say("1;31", &line);
+                self.say(FAILURE, &line);
             }
         }
     }

@@ -77,6 +77,8 @@ pub(crate) struct Rules {
     pub(crate) sets: Vec<RuleSet>,
     /// Read `Retry-After:` header lines in the scanned output.
     pub(crate) retry_after: bool,
+    /// `--stop-on-timeout`: an attempt ended by a time limit is permanent.
+    pub(crate) stop_on_timeout: bool,
     /// The patterns compiled once; `None` when nothing is scanned for.
     pub(crate) patterns: Option<PatternSet>,
 }
@@ -100,6 +102,7 @@ impl Rules {
         Ok(Rules {
             sets,
             retry_after,
+            stop_on_timeout: false,
             patterns,
         })
     }

@@ -17,7 +17,7 @@ use rand::rngs::SmallRng;
 
 use crate::attempt::{self, AttemptSpec, Outcome, OutputPlan};
 use crate::backoff::{Backoff, Sleep};
-use crate::child::{ChildIo, Launch};
+use crate::child::{ChildIo, Ending, Launch};
 use crate::classify::{self, Class, Observation, Verdict};
 use crate::config::Config;
 use crate::decision::{self, Done, Limits, RunOutcome, SleepSource, Step};
@@ -58,22 +58,30 @@ struct Judged {
     verdict: Verdict,
 }
 
+/// A new run's random id: 128 bits, as 32 hex digits.
+pub(crate) fn new_run_id() -> String {
+    let mut rng: SmallRng = rand::make_rng();
+    format!("{:032x}", rng.random::<u128>())
+}
+
 pub(crate) fn run(
     config: &Config,
+    run_id: &str,
     signals: &mut SignalEvents,
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
-    let mut run = Run::set_up(config)?;
+    let mut run = Run::set_up(config, run_id)?;
     reporter.policy(&crate::explain::policy_line(config));
     if let Some(warning) = nested_warning(config.attempts) {
         reporter.warning("nested", &warning);
     }
     let mut attempts = 0;
+    let mut last_ending = None;
     let Done {
         outcome,
         status,
         detail,
-    } = run.attempts(signals, reporter, &mut attempts)?;
+    } = run.attempts(signals, reporter, &mut attempts, &mut last_ending)?;
     if outcome != RunOutcome::Interrupted {
         emit_spool(run.stdout_spool.as_ref());
     }
@@ -85,6 +93,8 @@ pub(crate) fn run(
         elapsed,
         exit_code: status.as_number(),
         detail,
+        timed_out: last_ending.as_ref().is_some_and(|e: &Ending| e.timed_out),
+        signal: last_ending.as_ref().and_then(Ending::signal),
     });
     Ok(RunSummary {
         status,
@@ -95,10 +105,9 @@ pub(crate) fn run(
 }
 
 impl<'a> Run<'a> {
-    fn set_up(config: &'a Config) -> Result<Run<'a>> {
+    fn set_up(config: &'a Config, run_id: &str) -> Result<Run<'a>> {
         let started = Instant::now();
-        let mut rng: SmallRng = rand::make_rng();
-        let run_id = format!("{:032x}", rng.random::<u128>());
+        let rng: SmallRng = rand::make_rng();
         let stdout_spool = if config.buffer_stdout {
             Some(tempfile::tempfile().context("creating the --buffer-stdout spool")?)
         } else {
@@ -111,9 +120,9 @@ impl<'a> Run<'a> {
                 max_attempts: config.attempts,
                 deadline: config.max_time.map(|limit| started + limit),
             },
-            hint: HintFile::for_run(&run_id),
+            hint: HintFile::for_run(run_id),
             rng,
-            id: run_id,
+            id: run_id.to_string(),
             stdin: StdinSource::new(config.stdin)?,
             stdout_spool,
             own_group: !(config.foreground || in_terminal_foreground()),
@@ -127,6 +136,7 @@ impl<'a> Run<'a> {
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
         attempts: &mut u64,
+        last_ending: &mut Option<Ending>,
     ) -> Result<Done> {
         if let Some(signal) = self.splay(signals, reporter) {
             return Ok(Done::interrupted(signal));
@@ -154,6 +164,7 @@ impl<'a> Run<'a> {
                 proposed,
             );
             let mut record = AttemptRecord::new(attempt, self.config.attempts, &judged);
+            *last_ending = Some(judged.outcome.ending.clone());
             match step {
                 Step::Done(done) => {
                     if done.outcome == RunOutcome::Interrupted && record.outcome != Class::Success {
@@ -279,17 +290,19 @@ impl<'a> Run<'a> {
         backoff: &mut Backoff<'_>,
     ) -> (Sleep, SleepSource) {
         let told = match judged.hint {
-            Some(Hint::RetryAfter(delay)) => Some(delay),
-            _ if self.config.rules.retry_after => retry_after_header(&judged.outcome.scan),
+            Some(Hint::RetryAfter(delay)) => Some((delay, SleepSource::Hint)),
+            _ if self.config.rules.retry_after => {
+                retry_after_header(&judged.outcome.scan).map(|d| (d, SleepSource::RetryAfter))
+            }
             _ => None,
         };
         match told {
-            Some(delay) => (
+            Some((delay, source)) => (
                 Sleep {
                     delay,
                     ceiling: delay,
                 },
-                SleepSource::RetryAfter,
+                source,
             ),
             None => (backoff.next(&mut self.rng), SleepSource::Backoff),
         }
@@ -307,7 +320,7 @@ fn judge(outcome: &Outcome, hint: Option<Hint>, config: &Config) -> Verdict {
         hint,
         matched: &outcome.scan.matched,
     };
-    let mut verdict = classify::classify(&observation, &config.rules.sets);
+    let mut verdict = classify::classify(&observation, &config.rules);
     // The reader of our output is gone (`retry ... | head -1`): another
     // attempt would have nowhere to write either.
     if outcome.downstream_closed && verdict.class == Class::Transient {

@@ -11,6 +11,7 @@ mod core;
 mod fleet;
 mod house;
 mod io;
+mod messages;
 mod process;
 mod shipping;
 mod simulation;

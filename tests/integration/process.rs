@@ -331,11 +331,9 @@ fn yes_into_head_ends_at_once_with_sigpipe() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("status=141"), "{scan:?}: {stdout}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            stderr.matches("attempt 1/5 failed").count(),
-            1,
-            "{scan:?}: {stderr}"
-        );
+        // A reader that went away on purpose is no failure worth a word.
+        assert!(!stderr.contains("failed"), "{scan:?}: {stderr}");
+        assert!(!stderr.contains("gave up"), "{scan:?}: {stderr}");
         assert!(!stderr.contains("attempt 2/5"), "{scan:?}: {stderr}");
         assert!(started.elapsed() < Duration::from_secs(3));
     }

@@ -14,6 +14,8 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_retry");
 pub(crate) fn retry() -> assert_cmd::Command {
     let mut std_command = std::process::Command::new(BIN);
     scrub(&mut std_command);
+    // Not whatever the test runner's stdin is (a pipe makes retry warn).
+    std_command.stdin(std::process::Stdio::null());
     let mut command = assert_cmd::Command::from_std(std_command);
     command.timeout(Duration::from_secs(60));
     command

@@ -1,0 +1,229 @@
+//! What retry says, and in which form: JSON events with time and run id,
+//! timestamped log files, the ending in `done`, colour choices, and the
+//! idioms that deserve no message at all.
+
+use std::time::Duration;
+
+use crate::util::*;
+
+#[test]
+fn every_json_event_carries_a_utc_timestamp_and_the_run_id() {
+    let (_, events) = json_run(&["-n", "2", "-d", "1ms", "--", "false"]);
+    assert!(events.len() >= 3, "{events:?}");
+    let run_id = events[0]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(run_id.len(), 32);
+    for event in &events {
+        assert_eq!(event["run_id"], run_id.as_str());
+        let ts = event["ts"].as_str().unwrap();
+        // 2026-12-01T07:00:00.123Z
+        assert_eq!(ts.len(), 24, "{ts}");
+        assert!(ts.ends_with('Z') && ts.as_bytes()[19] == b'.', "{ts}");
+    }
+    // Another run, another id.
+    let (_, other) = json_run(&["--", "true"]);
+    let _ = other;
+    let (_, again) = json_run(&["-n", "1", "--", "false"]);
+    assert_ne!(again[0]["run_id"], run_id.as_str());
+}
+
+#[test]
+fn text_lines_in_a_log_file_start_with_a_timestamp() {
+    let dir = scratch();
+    let log = dir.path().join("retry.log");
+    for _ in 0..2 {
+        retry()
+            .args(["-n", "2", "-d", "1ms", "--log-file"])
+            .arg(&log)
+            .args(["--", "false"])
+            .assert()
+            .code(1);
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "two runs of three lines: {text}");
+    for line in lines {
+        let (stamp, rest) = line.split_once(' ').unwrap();
+        assert!(stamp.ends_with('Z') && stamp.len() == 24, "{line}");
+        assert!(rest.starts_with("retry: "), "{line}");
+    }
+}
+
+#[test]
+fn done_tells_a_timeout_from_exit_124_and_a_sigterm_death_from_exit_143() {
+    let done = |args: &[&str]| json_run(args).1.last().unwrap().clone();
+    let timeout = done(&["-n", "1", "-T", "100ms", "--", "sleep", "5"]);
+    let exit124 = done(&["-n", "1", "--", "sh", "-c", "exit 124"]);
+    assert_eq!(timeout["exit_code"], 124);
+    assert_eq!(exit124["exit_code"], 124);
+    assert_eq!(timeout["timed_out"], true);
+    assert_eq!(exit124["timed_out"], false);
+    let killed = done(&["-n", "1", "--", "sh", "-c", "kill -TERM $$"]);
+    let exit143 = done(&["-n", "1", "--", "sh", "-c", "exit 143"]);
+    assert_eq!(killed["signal"], libc::SIGTERM);
+    assert!(exit143["signal"].is_null());
+    assert_eq!(exit143["exit_code"], 143);
+}
+
+#[test]
+fn a_timed_out_attempt_is_judged_only_as_timed_out() {
+    // --stop-on-exit 124 does not stop a timed-out attempt: it is retried.
+    let (_, events) = json_run(&[
+        "-n",
+        "2",
+        "-d",
+        "1ms",
+        "-T",
+        "100ms",
+        "--stop-on-exit",
+        "124",
+        "--",
+        "sleep",
+        "5",
+    ]);
+    assert_eq!(events.last().unwrap()["attempts"], 2);
+    // --retry-on-exit 75 does not make it permanent either.
+    let (_, events) = json_run(&[
+        "-n",
+        "2",
+        "-d",
+        "1ms",
+        "-T",
+        "100ms",
+        "--retry-on-exit",
+        "75",
+        "--",
+        "sleep",
+        "5",
+    ]);
+    assert_eq!(events.last().unwrap()["attempts"], 2);
+    // --stop-on-timeout does.
+    let (out, events) = json_run(&[
+        "-n",
+        "3",
+        "-d",
+        "1ms",
+        "-T",
+        "100ms",
+        "--stop-on-timeout",
+        "--",
+        "sleep",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(124));
+    let done = events.last().unwrap();
+    assert_eq!(done["attempts"], 1);
+    assert_eq!(done["outcome"], "permanent");
+}
+
+#[test]
+fn a_death_by_signal_meets_the_exit_code_lists_as_128_plus_n() {
+    let dir = scratch();
+    let body = format!("{}; kill -TERM $$", tally(dir.path(), "runs"));
+    // 143 is not in the list: permanent after one attempt.
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--retry-on-exit",
+            "75",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .interrupted();
+    assert_eq!(lines(dir.path(), "runs"), 1);
+    // 143 in the list: retried.
+    retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--retry-on-exit",
+            "143",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .interrupted();
+    assert_eq!(lines(dir.path(), "runs"), 4);
+}
+
+#[test]
+fn yes_into_head_says_at_most_one_line_under_verbose() {
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "'{BIN}' -v -n 5 -- yes | head -1 >/dev/null; echo \"status=${{PIPESTATUS[0]}}\""
+        ))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("status=141"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let after_start: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.contains("policy:") && !l.contains("attempt 1/5: yes"))
+        .collect();
+    assert!(after_start.len() <= 1, "{stderr}");
+    assert!(
+        !stderr.contains("gave up") && !stderr.contains("failed"),
+        "{stderr}"
+    );
+}
+
+fn coloured(args: &[&str], env: &[(&str, &str)]) -> bool {
+    let mut command = retry();
+    command.env_remove("CLICOLOR").env_remove("CLICOLOR_FORCE");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command
+        .args(args)
+        .args(["-n", "1", "--", "false"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).contains('\x1b')
+}
+
+#[test]
+fn colour_follows_the_flag_and_the_ecosystems_variables() {
+    // Not a terminal here: auto means no colour unless forced.
+    assert!(!coloured(&[], &[]));
+    assert!(coloured(&[], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!coloured(
+        &[],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    ));
+    assert!(coloured(&["--color", "always"], &[("NO_COLOR", "1")]));
+    assert!(!coloured(&["--color", "never"], &[("CLICOLOR_FORCE", "1")]));
+    // JSON and log files are never coloured.
+    assert!(!coloured(
+        &["--color", "always", "--log-format", "json"],
+        &[]
+    ));
+}
+
+#[test]
+fn a_delay_asked_by_the_hint_file_is_said_to_come_from_it() {
+    let out = retry()
+        .args([
+            "-n",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "echo retry-after=10ms > \"$RETRY_HINT_FILE\"; exit 1",
+        ])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("as the hint file asked"), "{stderr}");
+    assert!(!stderr.contains("Retry-After asked"), "{stderr}");
+}
