@@ -31,12 +31,14 @@ fn text_lines_in_a_log_file_start_with_a_timestamp() {
     let dir = scratch();
     let log = dir.path().join("retry.log");
     for _ in 0..2 {
-        retry()
+        let status = retry_std()
             .args(["-n", "2", "-d", "1ms", "--log-file"])
             .arg(&log)
             .args(["--", "false"])
-            .assert()
-            .code(1);
+            .stdin(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(1));
     }
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = text.lines().collect();

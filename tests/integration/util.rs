@@ -14,8 +14,6 @@ pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_retry");
 pub(crate) fn retry() -> assert_cmd::Command {
     let mut std_command = std::process::Command::new(BIN);
     scrub(&mut std_command);
-    // Not whatever the test runner's stdin is (a pipe makes retry warn).
-    std_command.stdin(std::process::Stdio::null());
     let mut command = assert_cmd::Command::from_std(std_command);
     command.timeout(Duration::from_secs(60));
     command
@@ -82,10 +80,13 @@ pub(crate) fn lines(dir: &Path, name: &str) -> usize {
 }
 
 /// Run retry with `--log-format json` and `args`: its output and events.
+/// Stdin is /dev/null (assert_cmd would hand it a pipe, which makes retry
+/// warn from the second attempt on).
 pub(crate) fn json_run(args: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
-    let out = retry()
+    let out = retry_std()
         .args(["--log-format", "json"])
         .args(args)
+        .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let events = json_events(&out.stderr);
