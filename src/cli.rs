@@ -126,6 +126,10 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) retry_after: bool,
 
+    /// Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = CLASSIFY)]
+    pub(crate) max_retry_after: Duration,
+
     // ---- Input and output ----
     /// What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null
     #[arg(long, value_name = "MODE", default_value = "auto", help_heading = IO)]

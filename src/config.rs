@@ -42,6 +42,8 @@ pub(crate) struct Config {
     pub(crate) splay: Duration,
     pub(crate) max_time: Option<Duration>,
     pub(crate) timeout: Option<Duration>,
+    /// `--max-retry-after`: the longest Retry-After obeyed.
+    pub(crate) max_retry_after: Duration,
     pub(crate) kill_after: Duration,
     /// Rule sets in precedence order (the command line's, then a preset's),
     /// their patterns compiled.
@@ -178,6 +180,7 @@ impl Config {
             splay: cli.splay,
             max_time: cli.max_time,
             timeout: cli.timeout,
+            max_retry_after: cli.max_retry_after,
             kill_after: cli.kill_after,
             rules,
             scan_stdout: cli.scan_stdout,

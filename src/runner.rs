@@ -28,6 +28,7 @@ use crate::output::ScanResult;
 use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord};
 use crate::signals::{self, SignalEvents};
 use crate::stdin::StdinSource;
+use crate::values::human;
 
 /// What a finished run reports, beyond its exit status.
 pub(crate) struct RunSummary {
@@ -154,7 +155,7 @@ impl<'a> Run<'a> {
             let judged = self.attempt(attempt, previous_exit, signals, reporter)?;
             let ending = &judged.outcome.ending;
             previous_exit = Some(ending.shell_status());
-            let proposed = self.proposed_sleep(&judged, &mut backoff);
+            let proposed = self.proposed_sleep(&judged, &mut backoff, reporter);
             let step = decision::next_step(
                 attempt,
                 ending,
@@ -284,10 +285,13 @@ impl<'a> Run<'a> {
     /// A hint's retry-after, else a Retry-After header (when asked for),
     /// else the backoff. The first two are not clamped by `--cap`: the
     /// server knows.
+    /// A request longer than `--max-retry-after` is not obeyed (a broken or
+    /// hostile server could ask for years): the backoff's draw is used.
     fn proposed_sleep(
         &mut self,
         judged: &Judged,
         backoff: &mut Backoff<'_>,
+        reporter: &mut Reporter,
     ) -> (Sleep, SleepSource) {
         let told = match judged.hint {
             Some(Hint::RetryAfter(delay)) => Some((delay, SleepSource::Hint)),
@@ -296,6 +300,25 @@ impl<'a> Run<'a> {
             }
             _ => None,
         };
+        let limit = self.config.max_retry_after;
+        let told = told.filter(|&(delay, source)| {
+            let obeyed = delay <= limit;
+            if !obeyed {
+                let asker = match source {
+                    SleepSource::Hint => "the hint file",
+                    _ => "Retry-After",
+                };
+                reporter.warning(
+                    "retry-after",
+                    &format!(
+                        "{asker} asked for {}, longer than --max-retry-after {}: not obeyed, backing off instead",
+                        human(delay),
+                        human(limit)
+                    ),
+                );
+            }
+            obeyed
+        });
         match told {
             Some((delay, source)) => (
                 Sleep {

@@ -22,8 +22,19 @@ use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 
-/// Signals that end the run: forwarded to the attempt, then re-raised.
-pub(crate) const TERMINATING: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+/// Signals that end the run: forwarded to the attempt, whose group is then
+/// terminated, and re-raised. USR1, USR2 and ALRM kill a process by default:
+/// left unhandled, they would kill retry and orphan the attempt's group.
+/// (SIGPIPE stays ignored: a closed reader is no reason to end the run.)
+pub(crate) const TERMINATING: [i32; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
@@ -75,12 +86,10 @@ pub(crate) fn install() -> Result<SignalEvents> {
         // A parent may hand us a blocked mask; blocked, these never arrive.
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut set);
-        for signal in TERMINATING.into_iter().chain([
-            libc::SIGCHLD,
-            libc::SIGALRM,
-            libc::SIGTSTP,
-            libc::SIGCONT,
-        ]) {
+        for signal in TERMINATING
+            .into_iter()
+            .chain([libc::SIGCHLD, libc::SIGTSTP, libc::SIGCONT])
+        {
             libc::sigaddset(&raw mut set, signal);
         }
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());

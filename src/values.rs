@@ -19,9 +19,13 @@ pub fn human(duration: Duration) -> String {
     } else if ms < 60_000 {
         let text = format!("{:.1}s", duration.as_secs_f64());
         text.replace(".0s", "s")
-    } else {
+    } else if duration < Duration::from_secs(2 * 86_400) {
         humantime::format_duration(Duration::from_secs(duration.as_secs_f64().round() as u64))
             .to_string()
+    } else if duration < Duration::from_secs(2 * 365 * 86_400) {
+        format!("{} days", duration.as_secs() / 86_400)
+    } else {
+        format!("{} years", duration.as_secs() / (365 * 86_400))
     }
 }
 
@@ -256,6 +260,12 @@ mod tests {
         assert_eq!(human(Duration::from_millis(4210)), "4.2s");
         assert_eq!(human(Duration::from_secs(15)), "15s");
         assert_eq!(human(Duration::from_secs(125)), "2m 5s");
+        assert_eq!(human(Duration::from_secs(5400)), "1h 30m");
+        assert_eq!(human(Duration::from_secs(10 * 86_400 + 5)), "10 days");
+        assert_eq!(
+            human(Duration::from_secs(7972 * 365 * 86_400)),
+            "7972 years"
+        );
     }
 
     fn ms(n: u64) -> Duration {

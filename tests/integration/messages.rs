@@ -229,3 +229,53 @@ fn a_delay_asked_by_the_hint_file_is_said_to_come_from_it() {
     assert!(stderr.contains("as the hint file asked"), "{stderr}");
     assert!(!stderr.contains("Retry-After asked"), "{stderr}");
 }
+
+#[test]
+fn a_retry_after_longer_than_the_limit_is_not_obeyed() {
+    let hint = "echo retry-after=99y > \"$RETRY_HINT_FILE\"; exit 1";
+    let header = "echo 'Retry-After: Fri, 31 Dec 9999 23:59:59 GMT'; exit 1";
+    for body in [hint, header] {
+        let started = std::time::Instant::now();
+        let (out, events) = json_run(&[
+            "-n",
+            "2",
+            "-d",
+            "10ms",
+            "--retry-after",
+            "--scan-stdout",
+            "--",
+            "sh",
+            "-c",
+            body,
+        ]);
+        assert!(started.elapsed() < Duration::from_secs(10), "{body}");
+        assert_eq!(out.status.code(), Some(1));
+        let warning = events
+            .iter()
+            .find(|e| e["event"] == "warning" && e["kind"] == "retry-after")
+            .unwrap_or_else(|| panic!("{body}: {events:?}"));
+        assert!(
+            warning["message"]
+                .as_str()
+                .unwrap()
+                .contains("--max-retry-after 5m"),
+            "{warning}"
+        );
+        let sleep = events.iter().find(|e| e["event"] == "sleep").unwrap();
+        assert_eq!(sleep["source"], "backoff");
+    }
+    // Within the limit it is obeyed.
+    let (_, events) = json_run(&[
+        "-n",
+        "2",
+        "--max-retry-after",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        "echo retry-after=20ms > \"$RETRY_HINT_FILE\"; exit 1",
+    ]);
+    let sleep = events.iter().find(|e| e["event"] == "sleep").unwrap();
+    assert_eq!(sleep["source"], "retry-after");
+    assert_eq!(sleep["delay_ms"], 20);
+}

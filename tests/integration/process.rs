@@ -663,3 +663,39 @@ fn descriptors_stay_constant_over_hundreds_of_attempts() {
         );
     }
 }
+
+#[test]
+fn usr1_usr2_and_alrm_end_the_attempts_group_and_retry_dies_of_them() {
+    for (name, number) in [
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("ALRM", libc::SIGALRM),
+    ] {
+        let dir = scratch();
+        let marker = marker();
+        let started = dir.path().join("started");
+        // The grandchild ignores nothing, but only the group signal reaches it.
+        let body = format!(
+            "{}; {} & wait",
+            tally(dir.path(), "attempts"),
+            sleeper(&started, &marker)
+        );
+        let mut child = start_in_background(
+            &["--kill-after", "300ms", "--", "sh", "-c", &body],
+            dir.path(),
+        );
+        wait_for_file(&started, Duration::from_secs(5));
+        send_signal(child.id(), name);
+        let status = child.wait().unwrap();
+        assert_eq!(code_and_signal(status), (None, Some(number)), "{name}");
+        assert_eq!(
+            lines(dir.path(), "attempts"),
+            1,
+            "{name}: no further attempt"
+        );
+        assert!(
+            none_left(&marker, Duration::from_secs(2)),
+            "{name}: the attempt's grandchild outlived retry"
+        );
+    }
+}
