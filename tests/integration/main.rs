@@ -7,6 +7,7 @@ mod circuit;
 mod core;
 mod fleet;
 mod io;
+mod package;
 mod process;
 mod shipping;
 mod simulation;
