@@ -4,11 +4,14 @@
     python3 benches/run.py            # everything; rewrites BENCHMARKS.md
     python3 benches/run.py --quick    # smaller data and fewer runs, for a try-out
     python3 benches/run.py --only one,attempts   # some sections; prints only
+    python3 benches/run.py --only peers          # retry against its peers
 
 Sections: one (a single successful attempt), attempts (per-attempt cost),
 scan (scanning throughput and memory), replay (stdin replay), sleep (sleep
 accuracy), occ (real contention against a local optimistic-concurrency
-server), sim (Brooker's simulation, `cargo bench --bench contention`).
+server), sim (Brooker's simulation, `cargo bench --bench contention`), peers
+(retry side by side with the other retry tools, which it first installs
+under target/peers without touching the system: see install_peers).
 
 Every figure is a median over several runs; wall time comes from a monotonic
 clock around posix_spawn/wait4, peak RSS from wait4's rusage (the largest
@@ -16,6 +19,8 @@ process of the measured tree). Ratios are against baselines measured in the
 same run, interleaved with retry's own runs.
 """
 import argparse
+import glob
+import json
 import os
 import platform
 import re
@@ -28,6 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RETRY = os.path.join(ROOT, "target", "release", "retry")
+PEERS = os.path.join(ROOT, "target", "peers")
 DEVNULL = os.open(os.devnull, os.O_RDWR)
 GIB = 1 << 30
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("RETRY_")}
@@ -140,6 +146,188 @@ def bench_attempts(report, runs):
         f"{runs} runs each, interleaved.",
     ]
     report.add("Per-attempt cost", "\n".join(rows))
+
+
+def install_peers(directory=PEERS):
+    """Install the peer tools under `directory`, touching nothing outside it:
+    the Rust peers with `cargo install --locked --root DIR/cargo` (about two
+    minutes of compiling, once), Debian's `retry` package with `apt-get
+    download` and `dpkg-deb -x` into DIR/debian. A peer already there is
+    kept. Returns ({peer: (binary, version)}, {peer: why it is missing})."""
+    os.makedirs(directory, exist_ok=True)
+    peers, skipped = {}, {}
+    cargo_root = os.path.join(directory, "cargo")
+    for crate in ("attempt-cli", "eb", "retry-cli"):
+        installed = cargo_installed(cargo_root)
+        if crate not in installed:
+            print(f"installing {crate}: cargo install --locked --root {cargo_root} {crate}", flush=True)
+            result = subprocess.run(["cargo", "install", "--locked", "--quiet", "--root", cargo_root, crate], capture_output=True, text=True)
+            installed = cargo_installed(cargo_root)
+            if crate not in installed:
+                skipped[crate] = f"cargo install failed: {last_line(result.stderr)}"
+                continue
+        version, bins = installed[crate]
+        peers[crate] = (os.path.join(cargo_root, "bin", bins[0]), version)
+    debian = os.path.join(directory, "debian")
+    binary = os.path.join(debian, "usr", "bin", "retry")
+    if not os.access(binary, os.X_OK):
+        print("fetching Debian's retry: apt-get download retry; dpkg-deb -x", flush=True)
+        error = fetch_debian_retry(directory, debian)
+        if error:
+            skipped["retry (Debian)"] = error
+    if os.access(binary, os.X_OK):
+        debs = sorted(glob.glob(os.path.join(directory, "retry_*.deb")))
+        peers["retry (Debian)"] = (binary, os.path.basename(debs[-1]).split("_")[1] if debs else "?")
+    return peers, skipped
+
+
+def cargo_installed(root):
+    """{crate: (version, [binaries])}, from cargo install's own record."""
+    try:
+        with open(os.path.join(root, ".crates2.json")) as f:
+            installs = json.load(f)["installs"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    found = {}
+    for key, value in installs.items():
+        name, version = key.split()[:2]
+        if value.get("bins"):
+            found[name] = (version, value["bins"])
+    return found
+
+
+def fetch_debian_retry(directory, debian):
+    """Download Debian's retry package into `directory` and unpack it into
+    `debian`; None, or why it failed."""
+    if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
+        return "not a Debian system (no apt-get or dpkg-deb)"
+
+    def download():
+        return subprocess.run(["apt-get", "download", "retry"], cwd=directory, capture_output=True, text=True)
+
+    result = download()
+    if result.returncode != 0 and os.geteuid() == 0:
+        # Empty package lists on a fresh machine; refreshing them installs nothing.
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+        result = download()
+    debs = sorted(glob.glob(os.path.join(directory, "retry_*.deb")))
+    if result.returncode != 0 or not debs:
+        return f"apt-get download retry failed: {last_line(result.stderr)}"
+    result = subprocess.run(["dpkg-deb", "-x", debs[-1], debian], capture_output=True, text=True)
+    if result.returncode != 0:
+        return f"dpkg-deb -x failed: {last_line(result.stderr)}"
+    return None
+
+
+def last_line(text):
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+# Each tool's own syntax for "at most N attempts of COMMAND, no delay between
+# them", from its --help or man page; check_attempts verifies the count
+# before anything is timed.
+PEER_SYNTAX = {
+    "retry": lambda binary, n, cmd: [binary, "-n", str(n), "-d", "0", "--", cmd],
+    "retry (Debian)": lambda binary, n, cmd: [binary, "-t", str(n), "-d", "0", "--", cmd],
+    "retry-cli": lambda binary, n, cmd: [binary, "--attempts", str(n), "--min-duration", "0s", "--", cmd],
+    "attempt-cli": lambda binary, n, cmd: [binary, "fixed", "-a", str(n), "-w", "0", "--", cmd],
+    "eb": lambda binary, n, cmd: [binary, "-x", str(n), "--", cmd],
+}
+# Peers that cannot run failing attempts without sleeping between them.
+NO_ZERO_DELAY = {
+    "eb": "it has only -x (most attempts); its backoff slot is the command's own measured run time, so failing attempts always sleep",
+}
+
+
+def check_attempts(argv_for, n):
+    """How many attempts a tool makes of a command that always fails."""
+    with tempfile.TemporaryDirectory(prefix="retry-bench-") as directory:
+        count = os.path.join(directory, "count")
+        failing = os.path.join(directory, "fail")
+        with open(failing, "w") as f:
+            f.write(f"#!/bin/sh\necho x >> {count}\nexit 1\n")
+        os.chmod(failing, 0o755)
+        spawn(argv_for(n, failing))
+        with open(count) as f:
+            return len(f.read().splitlines())
+
+
+def rounds(variants, runs):
+    """Median wall time of each variant over `runs` rounds; each round runs
+    every variant once, starting one further along the list each time."""
+    names = list(variants)
+    walls = {name: [] for name in names}
+    for r in range(runs):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            wall, _, _ = spawn(variants[name])
+            walls[name].append(wall)
+    return {name: statistics.median(times) for name, times in walls.items()}
+
+
+def bench_peers(report, runs, attempts=50):
+    peers, skipped = install_peers()
+    tools = {"retry": (RETRY, "this build")}
+    tools.update(sorted(peers.items()))
+    notes = []
+    for name, why in skipped.items():
+        notes.append(f"- {name}: not measured ({why})")
+    one, failing, versions = {}, {}, {}
+    for name, (binary, version) in tools.items():
+        argv_for = lambda n, cmd, name=name, binary=binary: PEER_SYNTAX[name](binary, n, cmd)
+        versions[name] = version
+        _, _, status = spawn(argv_for(5, "/bin/true"))
+        if status != 0:
+            notes.append(f"- {name}: not measured (`{' '.join(argv_for(5, '/bin/true'))}` exited {status})")
+            continue
+        one[name] = argv_for(5, "/bin/true")
+        if name in NO_ZERO_DELAY:
+            notes.append(f"- {name}: no row for failing attempts ({NO_ZERO_DELAY[name]})")
+            continue
+        made = check_attempts(argv_for, attempts)
+        if made != attempts:
+            notes.append(f"- {name}: no row for failing attempts (made {made} attempts, not {attempts})")
+            continue
+        failing[name] = argv_for(attempts, "/bin/false")
+
+    def shown(argv):
+        words = [os.path.basename(argv[0]) if argv[0].startswith(ROOT) else argv[0], *argv[1:]]
+        return "`" + " ".join(words) + "`"
+
+    baseline = "timeout 10 /bin/true"
+    walls = rounds({baseline: ["timeout", "10", "/bin/true"], "retry --version": [RETRY, "--version"], **one}, runs)
+    rss = {name: max(peak_rss(argv) for _ in range(3)) for name, argv in one.items()}
+    rss[baseline] = max(peak_rss(["timeout", "10", "/bin/true"]) for _ in range(3))
+    rows = [
+        "| one successful attempt | version | command | median wall | / timeout | peak RSS |",
+        "|---|---|---|---:|---:|---:|",
+        f"| coreutils timeout | | `{baseline}` | {ms(walls[baseline])} | 1.00x | {mib(rss[baseline])} |",
+        f"| retry, start-up only | {versions['retry']} | `retry --version` | {ms(walls['retry --version'])} | {walls['retry --version'] / walls[baseline]:.2f}x | |",
+    ]
+    for name in sorted(one, key=walls.get):
+        tool = f"**{name}**" if name == "retry" else name
+        rows.append(f"| {tool} | {versions[name]} | {shown(one[name])} | {ms(walls[name])} | {walls[name] / walls[baseline]:.2f}x | {mib(rss[name])} |")
+
+    loop = f"for i in $(seq {attempts}); do /bin/false && break; done"
+    walls = rounds({"shell loop": sh(loop), **failing}, runs)
+    rows += [
+        "",
+        f"| {attempts} failing attempts, no delay | command | median wall | per attempt | / shell loop |",
+        "|---|---|---:|---:|---:|",
+        f"| shell loop | `sh -c '{loop}'` | {ms(walls['shell loop'])} | {walls['shell loop'] / attempts * 1e6:.0f} us | 1.00x |",
+    ]
+    for name in sorted(failing, key=walls.get):
+        tool = f"**{name}**" if name == "retry" else name
+        rows.append(f"| {tool} | {shown(failing[name])} | {ms(walls[name])} | {walls[name] / attempts * 1e6:.0f} us | {walls[name] / walls['shell loop']:.2f}x |")
+    rows += [
+        "",
+        *notes,
+        f"- median of {runs} rounds per table; each round runs every command once, in an order rotated by one each round; output to /dev/null, each tool at its default verbosity",
+        "- peak RSS: the largest of three runs under GNU time (`/usr/bin/time -f %M`)",
+        "- peers installed by `benches/run.py` under target/peers (`cargo install --locked --root`; `apt-get download retry` and `dpkg-deb -x`), nothing on the system",
+    ]
+    report.add("Side by side with the peers", "\n".join(rows))
 
 
 def make_data(directory, size):
@@ -303,7 +491,7 @@ def machine():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="one,attempts,scan,replay,sleep,occ,sim")
+    parser.add_argument("--only", default="one,attempts,peers,scan,replay,sleep,occ,sim")
     args = parser.parse_args()
     only = set(args.only.split(","))
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
@@ -314,6 +502,8 @@ def main():
         bench_one(report, 50 if args.quick else 300)
     if "attempts" in only:
         bench_attempts(report, runs)
+    if "peers" in only:
+        bench_peers(report, 15 if args.quick else 60)
     if only & {"scan", "replay"}:
         with tempfile.TemporaryDirectory(prefix="retry-bench-") as directory:
             data = make_data(directory, size)

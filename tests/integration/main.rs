@@ -12,6 +12,7 @@ mod fleet;
 mod house;
 mod io;
 mod messages;
+mod package;
 mod process;
 mod shipping;
 mod simulation;

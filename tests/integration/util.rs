@@ -80,7 +80,7 @@ pub(crate) fn lines(dir: &Path, name: &str) -> usize {
 }
 
 /// Run retry with `--log-format json` and `args`: its output and events.
-/// Stdin is /dev/null (assert_cmd would hand it a pipe, which makes retry
+/// Stdin is /dev/null (`assert_cmd` would hand it a pipe, which makes retry
 /// warn from the second attempt on).
 pub(crate) fn json_run(args: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
     let out = retry_std()
