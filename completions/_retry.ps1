@@ -42,6 +42,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--retry-on-output', '--retry-on-output', [CompletionResultType]::ParameterName, 'A failed attempt whose output has a line matching REGEX is transient (repeatable)')
             [CompletionResult]::new('--stop-on-output', '--stop-on-output', [CompletionResultType]::ParameterName, 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)')
             [CompletionResult]::new('--preset', '--preset', [CompletionResultType]::ParameterName, 'Rules for a known command: ''curl'' makes a `curl --fail` child retry like curl''s own --retry')
+            [CompletionResult]::new('--max-retry-after', '--max-retry-after', [CompletionResultType]::ParameterName, 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning')
             [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of retry''s own messages')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never')

@@ -39,6 +39,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --retry-on-output 'A failed attempt whose output has a line matching REGEX is transient (repeatable)'
             cand --stop-on-output 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)'
             cand --preset 'Rules for a known command: ''curl'' makes a `curl --fail` child retry like curl''s own --retry'
+            cand --max-retry-after 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning'
             cand --stdin 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null'
             cand --log-format 'Format of retry''s own messages'
             cand --color 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never'

@@ -642,9 +642,13 @@ fn the_child_gets_no_descriptor_of_retrys_own() {
 
 #[test]
 fn descriptors_stay_constant_over_hundreds_of_attempts() {
-    // The short pause lets retry finish spawning (the standard library holds
-    // a socket pair open until the exec has happened) before we look.
-    let body = "sleep 0.02; ls /proc/$PPID/fd | wc -l; exit 1";
+    // Look only once retry has finished spawning (the standard library holds
+    // a socket pair open until it has seen the exec) and waits for us: its
+    // main thread is then asleep in poll. On a loaded machine a fixed pause
+    // was not always enough.
+    let body = "sleep 0.02; \
+        while [ \"$(cut -d' ' -f3 /proc/$PPID/stat)\" != S ]; do sleep 0.005; done; \
+        ls /proc/$PPID/fd | wc -l; exit 1";
     for extra in [&[][..], &["--retry-on-output", "X"][..]] {
         let out = retry()
             .args(["-q", "-n", "150", "-d", "0"])

@@ -90,7 +90,7 @@ fn the_man_page_renders_without_warnings() {
 }
 
 #[test]
-fn bash_completion_completes_max_to_max_time() {
+fn bash_completion_completes_max_t_to_max_time() {
     let dir = scratch();
     let completion = dir.path().join("retry.bash");
     std::fs::write(
@@ -103,7 +103,7 @@ fn bash_completion_completes_max_to_max_time() {
     )
     .unwrap();
     let program = format!(
-        "source '{}'; COMP_WORDS=(retry --max); COMP_CWORD=1; COMP_LINE='retry --max'; COMP_POINT=11; _retry retry --max retry; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        "source '{}'; COMP_WORDS=(retry --max-t); COMP_CWORD=1; COMP_LINE='retry --max-t'; COMP_POINT=13; _retry retry --max-t retry; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
         completion.display()
     );
     let out = std::process::Command::new("bash")
