@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::safe_fs::{self, Kind, PrivateDir, Unreadable};
+use crate::text::sanitize_line;
 use crate::values::parse_duration;
 
 /// The word an attempt wrote to `$RETRY_HINT_FILE`.
@@ -16,33 +18,64 @@ pub(crate) enum Hint {
     RetryAfter(Duration),
 }
 
-/// The hint file of a run: removed when the run ends, however it ends.
-pub(crate) struct HintFile(PathBuf);
+/// The most a hint file may hold: one word needs a few bytes.
+const MAX_HINT_BYTES: usize = 4096;
+
+/// The most of a hint file's content a message quotes.
+const MAX_QUOTED_CHARS: usize = 60;
+
+/// The hint file of a run, `DIR/hint` in a directory of the run's own (0700,
+/// in `$TMPDIR` made absolute): no other user can see its name, plant a
+/// FIFO or a symlink there, or write a hint. The directory and whatever is
+/// in it go when the run ends, however it ends (short of SIGKILL).
+pub(crate) struct HintFile {
+    path: PathBuf,
+    _dir: PrivateDir,
+}
 
 impl HintFile {
-    /// The file for run `run_id`. Its name holds the run's random id, so
-    /// nobody can guess it in advance.
-    pub(crate) fn for_run(run_id: &str) -> HintFile {
-        HintFile(std::env::temp_dir().join(format!("retry-{run_id}.hint")))
+    /// The hint file of a new run. Creating its directory can fail (an
+    /// unusable `$TMPDIR`): that is retry's own failure at set-up.
+    pub(crate) fn for_run() -> anyhow::Result<HintFile> {
+        let dir = PrivateDir::new("retry-")?;
+        Ok(HintFile {
+            path: dir.path().join("hint"),
+            _dir: dir,
+        })
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.0
+        &self.path
     }
 
     /// Read the attempt's hint and remove the file, so the next attempt
-    /// starts without one. A word that is not a hint is an error message.
+    /// starts without one. A word that is not a hint, or something that is
+    /// not a small regular file (a FIFO, a symlink, a device: never opened
+    /// for reading, so nothing blocks), is an error message, of one line.
     pub(crate) fn take(&self) -> Result<Option<Hint>, String> {
-        let bytes = std::fs::read(&self.0);
-        let _ = std::fs::remove_file(&self.0);
-        let Ok(bytes) = bytes else { return Ok(None) };
-        parse_hint(&String::from_utf8_lossy(&bytes))
+        let read = safe_fs::read_small_regular(&self.path, MAX_HINT_BYTES);
+        self.remove();
+        match read {
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => parse_hint(&String::from_utf8_lossy(&bytes)),
+            Err(Unreadable::NotRegular(kind)) => {
+                Err(format!("hint file is {}, ignored", kind.described()))
+            }
+            Err(Unreadable::TooLong) => Err(format!(
+                "hint file is too long (more than {} KiB), ignored",
+                MAX_HINT_BYTES / 1024
+            )),
+            Err(Unreadable::Io(err)) => Err(format!("hint file: cannot read it ({err}), ignored")),
+        }
     }
-}
 
-impl Drop for HintFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+    /// Whatever the attempt left at the hint's path.
+    fn remove(&self) {
+        if let Ok(Some(Kind::Directory)) = safe_fs::kind_at(&self.path) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        } else {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -62,11 +95,17 @@ pub(crate) fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
     if let Some(value) = word.strip_prefix("retry-after=") {
         return parse_duration(value)
             .map(|d| Some(Hint::RetryAfter(d)))
-            .map_err(|err| format!("hint file: retry-after={value}: {err}"));
+            .map_err(|err| {
+                format!(
+                    "hint file: retry-after={}: {}",
+                    sanitize_line(value, MAX_QUOTED_CHARS),
+                    sanitize_line(&err, MAX_QUOTED_CHARS)
+                )
+            });
     }
     Err(format!(
         "hint file: '{}' is not one of permanent, transient, retry-after=DURATION",
-        word.chars().take(60).collect::<String>()
+        sanitize_line(word, MAX_QUOTED_CHARS)
     ))
 }
 
@@ -102,6 +141,41 @@ mod tests {
         assert_eq!(parse_hint(""), Ok(None));
         assert!(parse_hint("maybe").is_err());
         assert!(parse_hint("retry-after=soon").is_err());
+    }
+
+    #[test]
+    fn a_bad_hint_is_quoted_on_one_short_line() {
+        let err = parse_hint("1\nretry: forged\x1b[2J").unwrap_err();
+        assert!(!err.contains('\n') && !err.contains('\x1b'), "{err}");
+        assert!(err.contains("1\\nretry: forged\\e[2J"), "{err}");
+        let err = parse_hint(&"y".repeat(5000)).unwrap_err();
+        assert!(err.len() < 150, "{err}");
+        let err = parse_hint("retry-after=\r\x07soon").unwrap_err();
+        assert!(!err.contains('\r') && !err.contains('\x07'), "{err}");
+    }
+
+    #[test]
+    fn the_hint_file_lives_in_a_private_directory_removed_at_the_end() {
+        use std::os::unix::fs::MetadataExt;
+        let hint = HintFile::for_run().unwrap();
+        let dir = hint.path().parent().unwrap().to_path_buf();
+        assert!(hint.path().is_absolute());
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
+        std::fs::write(hint.path(), "permanent\n").unwrap();
+        assert_eq!(hint.take(), Ok(Some(Hint::Permanent)));
+        assert!(!hint.path().exists());
+        assert_eq!(hint.take(), Ok(None));
+        std::os::unix::fs::symlink("/dev/zero", hint.path()).unwrap();
+        assert_eq!(hint.take(), Err("hint file is a symlink, ignored".into()));
+        assert!(std::fs::symlink_metadata(hint.path()).is_err());
+        std::fs::create_dir(hint.path()).unwrap();
+        std::fs::write(hint.path().join("x"), "x").unwrap();
+        assert_eq!(hint.take(), Err("hint file is a directory, ignored".into()));
+        std::fs::write(hint.path(), vec![b' '; 4097]).unwrap();
+        assert!(hint.take().unwrap_err().contains("too long"));
+        std::fs::write(dir.join("other"), "x").unwrap();
+        drop(hint);
+        assert!(!dir.exists());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! contention simulation uses `backoff`). Only what they need is public.
 //!
 //! Rooms, from the bottom up (a room imports only rooms below it):
-//! `values`, `fd`, `exit`, `signals` - `backoff`, `hint`, `child` -
+//! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
+//! `hint`, `child` -
 //! `output`, `rules`, `classify`, `decision`, `stdin` - `attempt`, `report`,
 //! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
 //! `metrics` - `app`.
@@ -29,6 +30,8 @@ mod preset;
 mod report;
 mod rules;
 mod runner;
+mod safe_fs;
 mod signals;
 mod stdin;
+mod text;
 pub mod values;

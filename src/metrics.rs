@@ -5,7 +5,6 @@
 //! same directory, then a rename, so the collector never reads half a file.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,6 +12,7 @@ use anyhow::{Context, Result};
 
 use crate::decision::RunOutcome;
 use crate::runner::RunSummary;
+use crate::safe_fs;
 
 /// Escape a label value: backslash, double quote and newline.
 fn label(value: &str) -> String {
@@ -84,33 +84,39 @@ pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> Str
 }
 
 /// Replace `path` with `content` atomically, readable by a collector.
+///
+/// Only nothing or a regular file is replaced: a symlink (which could steer
+/// the write elsewhere), a FIFO, a device or a directory at `path` is an
+/// error that names it. The new file is created exclusively, its mode set
+/// on its descriptor (never by path, which a symlink could redirect), then
+/// renamed into place; a rename replaces a name and never writes through a
+/// symlink swapped in meanwhile.
 pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
+    let shown = path.display();
+    safe_fs::check_replaceable(path).with_context(|| format!("--metrics-file {shown}"))?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut file = tempfile::Builder::new()
-        .prefix(".retry-metrics-")
-        .tempfile_in(dir)
+    let (mut file, temporary) = safe_fs::create_new_in(dir, ".retry-metrics-", 0o644)
         .with_context(|| {
             format!(
-                "--metrics-file {}: cannot create a file in {}",
-                path.display(),
+                "--metrics-file {shown}: cannot create a file in {}",
                 dir.display()
             )
         })?;
-    file.write_all(content.as_bytes())
-        .and_then(|()| file.as_file().sync_all())
-        .context("writing the metrics")?;
-    std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o644))
-        .context("setting the metrics file's mode")?;
-    file.persist(path).with_context(|| {
-        format!(
-            "--metrics-file {}: cannot rename into place",
-            path.display()
-        )
-    })?;
-    Ok(())
+    let written = file
+        .write_all(content.as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("--metrics-file {shown}: cannot write"))
+        .and_then(|()| {
+            std::fs::rename(&temporary, path)
+                .with_context(|| format!("--metrics-file {shown}: cannot rename into place"))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! other writers mid-line; errors writing (a closed stderr, a full disk) are
 //! ignored: reporting must never make retry fail or panic.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -128,15 +128,9 @@ fn millis(duration: Duration) -> u64 {
 impl Reporter {
     pub(crate) fn new(settings: &ReportSettings, run_id: &str) -> Result<Reporter> {
         let sink = match &settings.log_file {
-            Some(path) => Sink::File(
-                OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| {
-                        format!("--log-file {}: cannot open for appending", path.display())
-                    })?,
-            ),
+            Some(path) => Sink::File(crate::safe_fs::open_append_log(path).with_context(|| {
+                format!("--log-file {}: cannot open for appending", path.display())
+            })?),
             None => Sink::Stderr,
         };
         let json = settings.format == LogFormat::Json;

@@ -28,6 +28,7 @@ use crate::output::ScanResult;
 use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord};
 use crate::signals::{self, SignalEvents};
 use crate::stdin::StdinSource;
+use crate::text::{escape_controls, sanitize_line};
 use crate::values::human;
 
 /// What a finished run reports, beyond its exit status.
@@ -121,7 +122,7 @@ impl<'a> Run<'a> {
                 max_attempts: config.attempts,
                 deadline: config.max_time.map(|limit| started + limit),
             },
-            hint: HintFile::for_run(run_id),
+            hint: HintFile::for_run().context("setting up the hint file")?,
             rng,
             id: run_id.to_string(),
             stdin: StdinSource::new(config.stdin)?,
@@ -380,14 +381,21 @@ fn in_terminal_foreground() -> bool {
 fn display_command(command: &[OsString]) -> String {
     command
         .iter()
-        .map(|arg| arg.to_string_lossy())
+        .map(|arg| escape_controls(&arg.to_string_lossy()))
         .collect::<Vec<_>>()
         .join(" ")
 }
 
 /// Retries layered on retries multiply: say so once, with the numbers.
+/// The outer attempt comes from the environment: shown as a number, or
+/// quoted on one short line, so it cannot forge lines of ours.
 fn nested_warning(inner: Option<u64>) -> Option<String> {
-    let outer_attempt = std::env::var("RETRY_ATTEMPT").ok()?;
+    let outer_attempt = std::env::var_os("RETRY_ATTEMPT")?;
+    let outer_attempt = outer_attempt.to_string_lossy();
+    let outer_attempt = match outer_attempt.trim().parse::<u64>() {
+        Ok(n) => n.to_string(),
+        Err(_) => format!("'{}'", sanitize_line(&outer_attempt, 40)),
+    };
     let outer = std::env::var("RETRY_MAX_ATTEMPTS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok());

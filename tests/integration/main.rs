@@ -9,6 +9,7 @@
 mod circuit;
 mod core;
 mod fleet;
+mod hostile;
 mod house;
 mod io;
 mod messages;

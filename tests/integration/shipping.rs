@@ -1,11 +1,12 @@
 //! Shipping and seeing it: generated files, the man page, metrics, the
-//! nested-retry warning.
+//! nested-retry warning, metrics and log files in shared places.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::process::Stdio;
 
 use predicates::prelude::*;
 
+use crate::hostile::{give_to_nobody, mkfifo, skip_unless_root, sticky_dir};
 use crate::util::*;
 
 const GENERATED: &[(&str, &str)] = &[
@@ -294,4 +295,270 @@ fn colour_only_on_a_terminal() {
         .output()
         .unwrap();
     assert!(!out.stderr.contains(&0x1b));
+}
+
+// ---- Metrics and log files in shared places (issue 13, items 6 and 8) ----
+
+/// `retry --metrics-file PATH -- sh -c 'exit CODE'`: its output.
+fn with_metrics(path: &std::path::Path, code: i32) -> std::process::Output {
+    retry()
+        .args(["-n", "1", "--metrics-file"])
+        .arg(path)
+        .args(["--", "sh", "-c", &format!("exit {code}")])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_metrics_path_that_is_not_a_regular_file_is_left_alone() {
+    let dir = scratch();
+    let fifo = dir.path().join("job.prom");
+    mkfifo(&fifo);
+    for code in [0, 3] {
+        let out = with_metrics(&fifo, code);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "the job's status: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--metrics-file {}: a FIFO stands there, not a regular file",
+                fifo.display()
+            )),
+            "{stderr}"
+        );
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+    }
+
+    // A symlink could steer the write: refused, its target untouched.
+    let target = dir.path().join("target");
+    std::fs::write(&target, "mine\n").unwrap();
+    let link = dir.path().join("link.prom");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = with_metrics(&link, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr.contains(&format!(
+            "--metrics-file {}: a symlink stands there",
+            link.display()
+        )),
+        "{stderr}"
+    );
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
+
+    // A missing directory: the message shows the user's path, no temporary one.
+    let missing = dir.path().join("no-such-dir").join("job.prom");
+    let out = with_metrics(&missing, 4);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr.contains(&format!(
+            "--metrics-file {}: cannot create a file in {}: No such file or directory",
+            missing.display(),
+            missing.parent().unwrap().display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(".retry-metrics"), "{stderr}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|name| name.to_string_lossy().starts_with(".retry-metrics"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_metrics_path_that_is_a_device_is_left_alone() {
+    if skip_unless_root("a_metrics_path_that_is_a_device_is_left_alone") {
+        return;
+    }
+    // A /dev/full of our own (replacing the real one would hurt other tests).
+    let dir = scratch();
+    let full = dir.path().join("full");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &full,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o666),
+        rustix::fs::makedev(1, 7),
+    )
+    .unwrap();
+    let out = with_metrics(&full, 5);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--metrics-file {}: a device stands there, not a regular file",
+            full.display()
+        )),
+        "{stderr}"
+    );
+    let meta = std::fs::symlink_metadata(&full).unwrap();
+    assert!(meta.file_type().is_char_device());
+    assert_eq!(meta.rdev(), rustix::fs::makedev(1, 7));
+}
+
+#[test]
+fn the_metrics_mode_is_set_on_the_descriptor_not_through_a_swapped_symlink() {
+    // A shared collector directory where a racer keeps turning every file
+    // retry makes (the temporary one and the final one) into a symlink to a
+    // private file: retry must never chmod or write that file.
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "textfile");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "secret\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let metrics = shared.join("job.prom");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = {
+        let (shared, victim, stop) = (shared.clone(), victim.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut swapped = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for entry in std::fs::read_dir(&shared).unwrap().flatten() {
+                    let path = entry.path();
+                    if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                        continue;
+                    }
+                    if std::fs::remove_file(&path).is_ok()
+                        && std::os::unix::fs::symlink(&victim, &path).is_ok()
+                    {
+                        swapped += 1;
+                    }
+                }
+            }
+            swapped
+        })
+    };
+    for _ in 0..20 {
+        // A symlink left at the path is refused (tested above): clear it,
+        // so that every run makes a temporary file for the racer to swap.
+        if std::fs::symlink_metadata(&metrics).is_ok_and(|m| m.is_symlink()) {
+            let _ = std::fs::remove_file(&metrics);
+        }
+        // Whatever the racer does, the job's status is retry's status.
+        let out = with_metrics(&metrics, 0);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let swapped = racer.join().unwrap();
+    eprintln!("the racer swapped in {swapped} symlinks");
+    let meta = std::fs::metadata(&victim).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o600, "the victim was chmodded");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+
+    // Without the racer: a regular file, 0644, the victim still untouched.
+    for entry in std::fs::read_dir(&shared).unwrap().flatten() {
+        std::fs::remove_file(entry.path()).unwrap();
+    }
+    let out = with_metrics(&metrics, 0);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stderr, b"");
+    let meta = std::fs::symlink_metadata(&metrics).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.mode() & 0o7777, 0o644);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+    assert_eq!(std::fs::metadata(&victim).unwrap().mode() & 0o7777, 0o600);
+}
+
+#[test]
+fn a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused() {
+    if skip_unless_root("a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    let target = dir.path().join("target");
+    std::fs::write(&target, "").unwrap();
+    let log = shared.join("retry.log");
+    std::os::unix::fs::symlink(&target, &log).unwrap();
+    give_to_nobody(&log);
+    let marker = dir.path().join("ran");
+    let out = retry()
+        .arg("--log-file")
+        .arg(&log)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--log-file {}", log.display()))
+            && stderr.contains("a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "");
+
+    // The kernel's rule, not a ban on symlinks: ours, or one in a directory
+    // that is not shared, is followed.
+    let ours = shared.join("ours.log");
+    std::os::unix::fs::symlink(&target, &ours).unwrap();
+    let private = dir.path().join("private.log");
+    std::os::unix::fs::symlink(&target, &private).unwrap();
+    give_to_nobody(&private);
+    for link in [&ours, &private] {
+        retry()
+            .args(["-n", "2", "-d", "1ms", "--log-file"])
+            .arg(link)
+            .args(["--", "false"])
+            .assert()
+            .code(1)
+            .stderr("");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .matches("retry: attempt 1/2 failed")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_log_file_that_is_a_fifo_is_refused_without_waiting() {
+    let dir = scratch();
+    let fifo = dir.path().join("log");
+    mkfifo(&fifo);
+    let marker = dir.path().join("ran");
+    let started = std::time::Instant::now();
+    let out = retry()
+        .arg("--log-file")
+        .arg(&fifo)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--log-file {}", fifo.display())) && stderr.contains("a FIFO"),
+        "{stderr}"
+    );
+    assert!(!marker.exists());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
+    // retry's own stderr through /dev/stderr is fine, pipe or not.
+    retry()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--log-file",
+            "/dev/stderr",
+            "--",
+            "false",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("retry: attempt 1/2 failed"));
 }

@@ -1,0 +1,418 @@
+//! Opening files in places others can write: `$TMPDIR`, a shared textfile
+//! collector directory, a log directory. Another local user may have put a
+//! FIFO, a device or a symlink where retry expects a file, or may swap one
+//! in while retry works; so:
+//!
+//! - what retry reads from a file another process wrote is opened with
+//!   `O_NOFOLLOW | O_NONBLOCK`, must be a regular file, and is read only up
+//!   to a bound;
+//! - what retry replaces is replaced only when nothing or a regular file
+//!   stands there, through a new file whose mode is set on its descriptor;
+//! - a symlink in a sticky world-writable directory is followed only as the
+//!   kernel's `fs.protected_symlinks` would;
+//! - a run's private files live in a directory only its user can enter.
+
+use std::fs::{File, FileType};
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rustix::fs::{Mode, OFlags};
+
+use crate::fd::own_fd;
+
+/// What stands at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Regular,
+    Directory,
+    Symlink,
+    Fifo,
+    Device,
+    Socket,
+}
+
+impl Kind {
+    pub(crate) fn of(file_type: FileType) -> Kind {
+        if file_type.is_symlink() {
+            Kind::Symlink
+        } else if file_type.is_dir() {
+            Kind::Directory
+        } else if file_type.is_fifo() {
+            Kind::Fifo
+        } else if file_type.is_char_device() || file_type.is_block_device() {
+            Kind::Device
+        } else if file_type.is_socket() {
+            Kind::Socket
+        } else {
+            Kind::Regular
+        }
+    }
+
+    /// For messages: "a FIFO", "a symlink", ...
+    pub(crate) fn described(self) -> &'static str {
+        match self {
+            Kind::Regular => "a regular file",
+            Kind::Directory => "a directory",
+            Kind::Symlink => "a symlink",
+            Kind::Fifo => "a FIFO",
+            Kind::Device => "a device",
+            Kind::Socket => "a socket",
+        }
+    }
+}
+
+/// What stands at `path` itself (a symlink is not followed); `None` when
+/// nothing does.
+pub(crate) fn kind_at(path: &Path) -> io::Result<Option<Kind>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(Kind::of(meta.file_type()))),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// Why a small file another process wrote was not read.
+#[derive(Debug)]
+pub(crate) enum Unreadable {
+    /// Something other than a regular file stands there.
+    NotRegular(Kind),
+    /// More than the bound.
+    TooLong,
+    Io(io::Error),
+}
+
+/// The content of the regular file at `path`, at most `limit` bytes;
+/// `Ok(None)` when there is nothing there. A symlink is not followed and a
+/// FIFO or device is not opened for reading (so nothing can block or feed
+/// retry without end).
+pub(crate) fn read_small_regular(path: &Path, limit: usize) -> Result<Option<Vec<u8>>, Unreadable> {
+    match kind_at(path) {
+        Ok(None) => return Ok(None),
+        Ok(Some(Kind::Regular)) => {}
+        Ok(Some(kind)) => return Err(Unreadable::NotRegular(kind)),
+        Err(err) => return Err(Unreadable::Io(err)),
+    }
+    // Swapped since? The open does not follow a symlink nor wait on a
+    // FIFO, and fstat says what was opened.
+    let mut file = match open_read_nofollow(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(Unreadable::NotRegular(Kind::Symlink));
+        }
+        Err(err) => return Err(Unreadable::Io(err)),
+    };
+    let kind = file
+        .metadata()
+        .map(|meta| Kind::of(meta.file_type()))
+        .map_err(Unreadable::Io)?;
+    if kind != Kind::Regular {
+        return Err(Unreadable::NotRegular(kind));
+    }
+    read_bounded(&mut file, limit)
+        .map_err(Unreadable::Io)?
+        .map_or(Err(Unreadable::TooLong), |bytes| Ok(Some(bytes)))
+}
+
+/// `path` opened for reading without following a symlink at its end and
+/// without waiting for a FIFO's writer.
+pub(crate) fn open_read_nofollow(path: &Path) -> io::Result<File> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    Ok(File::from(fd))
+}
+
+/// At most `limit` bytes of `file`; `None` if it holds more.
+pub(crate) fn read_bounded(file: &mut File, limit: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() <= limit).then_some(bytes))
+}
+
+/// `Ok` when `path` may be replaced: nothing stands there, or a regular
+/// file. Anything else (a symlink, which could steer the write, a FIFO, a
+/// device, a directory) is an error that says what stands there.
+pub(crate) fn check_replaceable(path: &Path) -> Result<()> {
+    match kind_at(path).context("cannot look at it")? {
+        None | Some(Kind::Regular) => Ok(()),
+        Some(kind) => bail!(
+            "{} stands there, not a regular file: left as it is",
+            kind.described()
+        ),
+    }
+}
+
+/// A new file in `dir` named `prefix` and random characters, created
+/// exclusively (never through a symlink or over anything that exists),
+/// with `mode` set on its descriptor, so no path can steer it.
+pub(crate) fn create_new_in(dir: &Path, prefix: &str, mode: u32) -> io::Result<(File, PathBuf)> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut tries = 0;
+    loop {
+        let path = dir.join(random_name(prefix));
+        match rustix::fs::open(&path, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => {
+                let file = File::from(fd);
+                if let Err(err) = file.set_permissions(std::fs::Permissions::from_mode(mode)) {
+                    let _ = std::fs::remove_file(&path);
+                    return Err(err);
+                }
+                return Ok((file, path));
+            }
+            Err(rustix::io::Errno::EXIST) if tries < 100 => tries += 1,
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
+/// A directory only this user can enter (0700), in the temporary
+/// directory; removed with all it holds when dropped.
+pub(crate) struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    /// A new one, named `prefix` and random characters (as mkdtemp does).
+    pub(crate) fn new(prefix: &str) -> Result<PrivateDir> {
+        let base = temp_base();
+        let mut tries = 0;
+        loop {
+            let path = base.join(random_name(prefix));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(PrivateDir(path)),
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists && tries < 100 => {
+                    tries += 1;
+                }
+                Err(err) => bail!("creating a private directory in {}: {err}", base.display()),
+            }
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        // Does not follow symlinks: a child that replaced the directory
+        // with a link loses the link, nothing else.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn random_name(prefix: &str) -> String {
+    format!("{prefix}{:016x}", rand::random::<u64>())
+}
+
+/// `$TMPDIR` made absolute (a relative one against the current directory,
+/// else /tmp), so paths handed to children hold wherever they run.
+fn temp_base() -> PathBuf {
+    let base = std::env::temp_dir();
+    if base.is_absolute() {
+        return base;
+    }
+    std::env::current_dir().map_or_else(|_| PathBuf::from("/tmp"), |cwd| cwd.join(base))
+}
+
+/// Open `--log-file PATH` for appending (created 0644 under the umask).
+///
+/// A symlink at the path is followed, except where the kernel's
+/// `fs.protected_symlinks` would refuse it (a symlink owned by neither us
+/// nor the directory's owner, in a sticky world-writable directory), also
+/// on machines where that protection is off. A FIFO is refused (it could
+/// block retry, or stand for nobody's reader), unless it is retry's own
+/// stdout or stderr (`/dev/stderr` on a pipe); a regular file or a
+/// character device (`/dev/null`, a terminal) is fine.
+pub(crate) fn open_append_log(path: &Path) -> Result<File> {
+    let flags =
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let mode = Mode::from_raw_mode(0o644);
+    // First without following: a symlink planted after a check could not
+    // steer this open; one that is there is judged before it is followed.
+    // (A symlink there makes that open fail: ELOOP, or EACCES when it is
+    // another user's in a sticky directory.)
+    let fd = match rustix::fs::open(path, flags | OFlags::NOFOLLOW, mode) {
+        Ok(fd) => fd,
+        Err(_) if matches!(kind_at(path), Ok(Some(Kind::Symlink))) => {
+            check_symlink_may_be_followed(path)?;
+            rustix::fs::open(path, flags, mode).map_err(|again| open_error(path, again))?
+        }
+        Err(err) => return Err(open_error(path, err)),
+    };
+    let file = File::from(fd);
+    let meta = file.metadata().context("cannot look at the opened file")?;
+    match Kind::of(meta.file_type()) {
+        Kind::Regular => {}
+        Kind::Device if meta.file_type().is_char_device() => {}
+        Kind::Fifo if is_own_output(&meta) => {}
+        kind => bail!("{} stands there, not a regular file", kind.described()),
+    }
+    let status = rustix::fs::fcntl_getfl(&file).context("cannot read the file's flags")?;
+    rustix::fs::fcntl_setfl(&file, status - OFlags::NONBLOCK)
+        .context("cannot make the file blocking")?;
+    Ok(file)
+}
+
+fn open_error(path: &Path, err: rustix::io::Errno) -> anyhow::Error {
+    if err == rustix::io::Errno::NXIO
+        && matches!(std::fs::metadata(path), Ok(m) if m.file_type().is_fifo())
+    {
+        anyhow::anyhow!("a FIFO stands there (with no reader), not a regular file")
+    } else {
+        io::Error::from(err).into()
+    }
+}
+
+/// The kernel's `fs.protected_symlinks` rule, for the symlink at `path`.
+fn check_symlink_may_be_followed(path: &Path) -> Result<()> {
+    let link = std::fs::symlink_metadata(path).context("cannot look at it")?;
+    if !link.file_type().is_symlink() {
+        return Ok(());
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let dir_meta = std::fs::metadata(dir)
+        .with_context(|| format!("cannot look at its directory {}", dir.display()))?;
+    let shared = dir_meta.mode() & 0o1002 == 0o1002;
+    let owner = link.uid();
+    if shared && owner != rustix::process::geteuid().as_raw() && owner != dir_meta.uid() {
+        bail!(
+            "a symlink owned by another user (uid {owner}) in the sticky world-writable directory {}: not followed",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Is the opened file retry's own stdout or stderr (a pipe reached through
+/// `/dev/stderr` or `/proc/self/fd/2`)?
+fn is_own_output(meta: &std::fs::Metadata) -> bool {
+    [1, 2].into_iter().any(|fd| {
+        rustix::fs::fstat(own_fd(fd).as_fd())
+            .is_ok_and(|own| own.st_dev == meta.dev() && own.st_ino == meta.ino())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn small_regular_files_are_read_others_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        assert!(matches!(read_small_regular(&file, 10), Ok(None)));
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(
+            read_small_regular(&file, 10).unwrap().unwrap(),
+            b"0123456789"
+        );
+        File::options()
+            .append(true)
+            .open(&file)
+            .unwrap()
+            .write_all(b"!")
+            .unwrap();
+        assert!(matches!(
+            read_small_regular(&file, 10),
+            Err(Unreadable::TooLong)
+        ));
+
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(matches!(
+            read_small_regular(&link, 100),
+            Err(Unreadable::NotRegular(Kind::Symlink))
+        ));
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(matches!(
+            read_small_regular(&fifo, 100),
+            Err(Unreadable::NotRegular(Kind::Fifo))
+        ));
+        assert!(matches!(
+            read_small_regular(Path::new("/dev/zero"), 100),
+            Err(Unreadable::NotRegular(Kind::Device))
+        ));
+    }
+
+    #[test]
+    fn only_nothing_or_a_regular_file_is_replaceable() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        check_replaceable(&file).unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        check_replaceable(&file).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let err = check_replaceable(&link).unwrap_err().to_string();
+        assert!(err.contains("a symlink"), "{err}");
+        let err = check_replaceable(Path::new("/dev/null"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a device"), "{err}");
+        let err = check_replaceable(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a directory"), "{err}");
+    }
+
+    #[test]
+    fn new_files_get_their_mode_on_the_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_file, path) = create_new_in(dir.path(), ".x-", 0o644).unwrap();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.mode() & 0o7777, 0o644);
+        assert!(
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".x-")
+        );
+    }
+
+    #[test]
+    fn the_private_directory_is_0700_and_absolute() {
+        let dir = PrivateDir::new("retry-test-").unwrap();
+        let path = dir.path().to_path_buf();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o700);
+        assert!(path.is_absolute());
+        std::fs::create_dir(path.join("sub")).unwrap();
+        std::fs::write(path.join("sub/file"), "x").unwrap();
+        drop(dir);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_log_file_may_be_a_regular_file_or_a_character_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        open_append_log(&log).unwrap().write_all(b"a\n").unwrap();
+        open_append_log(&log).unwrap().write_all(b"b\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
+        open_append_log(Path::new("/dev/null")).unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = open_append_log(&fifo).unwrap_err().to_string();
+        assert!(err.contains("a FIFO"), "{err}");
+    }
+}

@@ -1,0 +1,270 @@
+//! Hostile conditions (issue 13): what a child, the environment or another
+//! local user puts where retry expects a small file or a plain value must
+//! not hang retry, steer it, or forge its messages.
+//!
+//! "Another user" is simulated as root with `chown -h 65534:65534` on a
+//! symlink; those tests skip with a message when not run as root.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+/// Are we root (needed to make a file another user's)?
+pub(crate) fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Say why a root-only test did nothing.
+pub(crate) fn skip_unless_root(test: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!("{test}: skipped, needs root to make files owned by another user");
+    true
+}
+
+pub(crate) fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o666),
+        0,
+    )
+    .unwrap();
+}
+
+/// A directory like /tmp: world-writable with the sticky bit.
+pub(crate) fn sticky_dir(parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    dir
+}
+
+/// Make the symlink at `path` belong to nobody (65534).
+pub(crate) fn give_to_nobody(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .args(["-h", "65534:65534"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(std::fs::symlink_metadata(path).unwrap().uid(), 65534);
+}
+
+/// `retry -n 2 -d 1ms -- sh -c BODY` under a time limit: output and time.
+fn two_attempts(body: &str) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = retry()
+        .args(["-n", "2", "-d", "1ms", "--max-time", "30s", "--"])
+        .args(["sh", "-c", body])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    (out, started.elapsed())
+}
+
+// ---- The hint file (item 5) ----
+
+#[test]
+fn a_fifo_for_a_hint_gets_a_warning_not_a_hang() {
+    // Nobody ever opens the FIFO for writing: a blocking open would hang.
+    let (out, took) = two_attempts("mkfifo \"$RETRY_HINT_FILE\" || exit 99; exit 1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("warning: hint file is a FIFO, ignored")
+            .count(),
+        2,
+        "both attempts made a FIFO (so it was removed in between): {stderr}"
+    );
+    assert!(stderr.contains("attempt 2/2"), "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn a_hint_linked_to_a_device_gets_a_warning() {
+    let (out, took) = two_attempts("ln -s /dev/zero \"$RETRY_HINT_FILE\"; exit 1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("warning: hint file is a symlink, ignored"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("attempt 2/2"), "{stderr}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn a_huge_hint_is_too_long_and_never_quoted() {
+    // 1 MiB that starts like a hint: not read whole, not obeyed, not printed.
+    let body = "{ echo retry-after=99y; head -c 1048576 /dev/zero | tr '\\0' x; } > \"$RETRY_HINT_FILE\"; exit 1";
+    let (out, took) = two_attempts(body);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("warning: hint file is too long (more than 4 KiB), ignored"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("xxxxxxxxxx"), "{stderr}");
+    assert!(stderr.len() < 2000, "{} bytes of messages", stderr.len());
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn a_bad_hint_is_quoted_on_one_sanitised_line() {
+    let body = "printf 'bogus\\nretry: forged\\033[2J%s' \"$(head -c 200 /dev/zero | tr '\\0' y)\" > \"$RETRY_HINT_FILE\"; exit 1";
+    let (out, _) = two_attempts(body);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("retry: forged")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\x1b'), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.starts_with("retry: warning: hint file:"))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    assert!(
+        warning.contains("'bogus\\nretry: forged\\e[2Jyyy"),
+        "{warning}"
+    );
+    let quoted = warning.split('\'').nth(1).unwrap();
+    assert!(quoted.chars().count() <= 60, "{warning}");
+}
+
+#[test]
+fn the_hint_file_is_absolute_with_a_relative_tmpdir() {
+    let dir = scratch();
+    std::fs::create_dir(dir.path().join("rel")).unwrap();
+    let seen = dir.path().join("seen");
+    let body = format!("echo \"$RETRY_HINT_FILE\" > '{}'", seen.display());
+    retry()
+        .current_dir(dir.path())
+        .env("TMPDIR", "rel")
+        .args(["--", "sh", "-c", &body])
+        .assert()
+        .success();
+    let hint = PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim());
+    assert!(hint.is_absolute(), "{}", hint.display());
+    let run_dir = hint.parent().unwrap();
+    assert_eq!(
+        run_dir.parent().unwrap().canonicalize().unwrap(),
+        dir.path().join("rel").canonicalize().unwrap()
+    );
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+}
+
+#[test]
+fn the_run_directory_is_private_and_removed_at_the_end() {
+    let dir = scratch();
+    let seen = dir.path().join("seen");
+    // The child leaves a hint and another file behind in the directory.
+    let body = format!(
+        "d=$(dirname \"$RETRY_HINT_FILE\"); stat -c '%a %u' \"$d\" > '{seen}'; echo \"$d\" >> '{seen}'; \
+         touch \"$d/other\"; echo transient > \"$RETRY_HINT_FILE\"; exit 3",
+        seen = seen.display()
+    );
+    retry()
+        .env("TMPDIR", dir.path())
+        .args(["-n", "1", "--", "sh", "-c", &body])
+        .assert()
+        .code(3);
+    let text = std::fs::read_to_string(&seen).unwrap();
+    let mut lines = text.lines();
+    let (mode, owner) = lines.next().unwrap().split_once(' ').unwrap();
+    assert_eq!(mode, "700", "{text}");
+    assert_eq!(owner, rustix::process::geteuid().as_raw().to_string());
+    let run_dir = PathBuf::from(lines.next().unwrap());
+    assert!(run_dir.starts_with(dir.path()), "{}", run_dir.display());
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+}
+
+#[test]
+fn the_run_directory_is_removed_after_sigterm() {
+    let dir = scratch();
+    let seen = dir.path().join("seen");
+    let started = dir.path().join("started");
+    let mark = marker();
+    let body = format!(
+        "dirname \"$RETRY_HINT_FILE\" > '{}'; {}",
+        seen.display(),
+        sleeper(&started, &mark)
+    );
+    let mut child = retry_std()
+        .env("TMPDIR", dir.path())
+        .args(["-n", "3", "--", "sh", "-c", &body])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(20));
+    let run_dir = PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim());
+    assert!(run_dir.is_dir());
+    send_signal(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(code_and_signal(status), (None, Some(15)));
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    assert!(none_left(&mark, Duration::from_secs(10)));
+}
+
+// ---- Values from the environment and the child (item 17) ----
+
+#[test]
+fn retry_attempt_with_a_newline_cannot_forge_a_line() {
+    let out = retry()
+        .env("RETRY_ATTEMPT", "1\nretry: forged\x1b[2J")
+        .env("RETRY_MAX_ATTEMPTS", "3")
+        .args(["-n", "2", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("retry: forged")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\x1b'), "{stderr}");
+    assert!(
+        stderr.contains("its attempt '1\\nretry: forged\\e[2J'"),
+        "{stderr}"
+    );
+
+    // A plain number is shown as the number.
+    let out = retry()
+        .env("RETRY_ATTEMPT", " 2 ")
+        .args(["-n", "2", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("its attempt 2)"));
+}
+
+#[test]
+fn the_command_shown_under_verbose_has_its_control_characters_escaped() {
+    let out = retry()
+        .args([
+            "-v",
+            "-n",
+            "1",
+            "--",
+            "printf",
+            "",
+            "x\nretry: forged\r\x1b[1A",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("retry: forged")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\x1b') && !stderr.contains('\r'),
+        "{stderr}"
+    );
+    assert!(stderr.contains("x\\nretry: forged\\r\\e[1A"), "{stderr}");
+}
