@@ -161,7 +161,6 @@ def check_type(problems: Problems, where: str, table: dict, keys: dict, required
     for key, value in table.items():
         if key not in keys:
             problems.add(where, f"unknown key {key!r} (known: {', '.join(sorted(keys))})")
-            ok = False
         elif not isinstance(value, keys[key]) or (keys[key] is int and isinstance(value, bool)):
             problems.add(where, f"{key} must be a {keys[key].__name__}")
             ok = False
@@ -242,7 +241,9 @@ def load_presets(path: Path, problems: Problems, builtin: bool) -> list[Preset]:
                 continue
             if 0 in codes:
                 problems.add(rwhere, "0 is success, not a failure (see --success-on-exit)")
-            for code in codes:
+            if len(set(codes)) != len(codes):
+                problems.add(rwhere, "a code is listed twice")
+            for code in sorted(set(codes)):
                 if code in seen_codes:
                     problems.add(rwhere, f"code {code} is already in exit rule {seen_codes[code] + 1}")
                 seen_codes[code] = index
