@@ -117,8 +117,11 @@ fn run_command(config: &Config) -> ExitStatus {
             runner::run(config, &run_id, &mut signals, &mut reporter)
         }
     };
-    if let (Some(circuit), true, Ok(summary)) = (&circuit, admitted, &result) {
-        record(circuit, summary, &mut reporter);
+    if let (Some(circuit), true) = (&circuit, admitted) {
+        // A run that failed on its own error (not the command's) says
+        // nothing about the dependency, and gives back a probe it claimed.
+        let result = result.as_ref().map_or(RunResult::Aborted, run_result);
+        record(circuit, result, &mut reporter);
     }
     match result {
         Ok(summary) => {
@@ -181,13 +184,17 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
     }
 }
 
-/// Tell the circuit how the admitted run ended.
-fn record(circuit: &Circuit, summary: &RunSummary, reporter: &mut Reporter) {
-    let result = match summary.outcome {
+/// What a run's outcome says about the dependency.
+fn run_result(summary: &RunSummary) -> RunResult {
+    match summary.outcome {
         RunOutcome::Success => RunResult::Success,
         RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,
         RunOutcome::Permanent | RunOutcome::Exhausted | RunOutcome::Deadline => RunResult::Failure,
-    };
+    }
+}
+
+/// Tell the circuit how the admitted run ended.
+fn record(circuit: &Circuit, result: RunResult, reporter: &mut Reporter) {
     match circuit.record(result) {
         Ok(Some(warning)) => reporter.warning("circuit", &warning),
         Ok(None) => {}

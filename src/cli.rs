@@ -183,15 +183,15 @@ pub(crate) struct Cli {
 
     // ---- Circuit breaker ----
     /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
-    #[arg(long, value_name = "NAME", value_parser = parse_circuit_name, help_heading = CIRCUIT)]
+    #[arg(long, value_name = "NAME", value_parser = parse_circuit_name, allow_hyphen_values = true, help_heading = CIRCUIT)]
     pub(crate) circuit: Option<String>,
 
     /// Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]
     #[arg(long, value_name = "DIR", help_heading = CIRCUIT)]
     pub(crate) state_dir: Option<PathBuf>,
 
-    /// Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)
-    #[arg(long, value_name = "URL", env = "RETRY_STATE_URL", hide_env_values = true, help_heading = CIRCUIT)]
+    /// Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]
+    #[arg(long, value_name = "URL", help_heading = CIRCUIT)]
     pub(crate) state_url: Option<String>,
 
     /// Connect and command timeout for --state-url; past it the job runs as if the circuit were closed

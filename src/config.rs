@@ -62,6 +62,18 @@ pub(crate) struct Config {
 #[derive(Debug)]
 pub(crate) struct UsageError(pub String);
 
+/// `RETRY_STATE_URL`, read only when a store is needed: empty is unset,
+/// and a value that is not UTF-8 is an error then, not on every run.
+fn state_url_from_env() -> Result<Option<String>, UsageError> {
+    match std::env::var_os("RETRY_STATE_URL") {
+        None => Ok(None),
+        Some(value) if value.is_empty() => Ok(None),
+        Some(value) => value.into_string().map(Some).map_err(|_| {
+            UsageError("RETRY_STATE_URL is not valid UTF-8: a URL is expected".to_string())
+        }),
+    }
+}
+
 fn union(sets: &[CodeSet]) -> Option<CodeSet> {
     sets.iter().cloned().reduce(|a, b| a.union(&b))
 }
@@ -149,10 +161,17 @@ impl Config {
         } else {
             Mode::Run
         };
+        let state_url = match (&cli.circuit, &cli.state_url, &cli.state_dir) {
+            (None, _, _) => None,
+            (Some(_), Some(url), _) => Some(url.clone()),
+            // Flags beat the environment: an explicit --state-dir wins.
+            (Some(_), None, Some(_)) => None,
+            (Some(_), None, None) => state_url_from_env()?,
+        };
         let circuit = cli.circuit.map(|name| CircuitConfig {
             name,
             state_dir: cli.state_dir.clone(),
-            state_url: cli.state_url.clone(),
+            state_url,
             store_timeout: cli.state_timeout,
             settings: crate::circuit::breaker::Settings {
                 threshold: cli.circuit_threshold,

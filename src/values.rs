@@ -122,6 +122,9 @@ pub fn parse_attempts(text: &str) -> Result<AttemptLimit, String> {
     match trimmed.parse::<u64>() {
         Ok(0) => Err("must be at least 1 (the first attempt counts)".into()),
         Ok(n) => Ok(AttemptLimit(Some(n))),
+        Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err("too large (the limit is 18446744073709551615; or say 'unlimited')".into())
+        }
         Err(_) => Err("expected a whole number >= 1 or 'unlimited'".into()),
     }
 }
@@ -229,6 +232,11 @@ pub fn parse_codes(text: &str) -> Result<CodeSet, String> {
             return Err("empty item in the code list (expected e.g. 1,7,28,52-56)".into());
         }
         let (low, high) = if let Some((low, high)) = item.split_once('-') {
+            if low.trim().is_empty() || high.trim().is_empty() {
+                return Err(format!(
+                    "range '{item}' needs both ends (e.g. 52-56): open ranges are not allowed"
+                ));
+            }
             (parse_code(low)?, parse_code(high)?)
         } else {
             let code = parse_code(item)?;
@@ -246,8 +254,13 @@ pub fn parse_codes(text: &str) -> Result<CodeSet, String> {
 
 fn parse_code(text: &str) -> Result<u8, String> {
     let text = text.trim();
-    text.parse::<u8>()
-        .map_err(|_| format!("'{text}' is not an exit code 0-255"))
+    text.parse::<u8>().map_err(|_| {
+        if text.bytes().all(|b| b.is_ascii_digit()) {
+            format!("{text} is out of range: exit codes are 0-255")
+        } else {
+            format!("'{text}' is not an exit code 0-255")
+        }
+    })
 }
 
 #[cfg(test)]
@@ -318,6 +331,11 @@ mod tests {
         assert!(parse_attempts("0").is_err());
         assert!(parse_attempts("-3").is_err());
         assert!(parse_attempts("many").is_err());
+        assert!(
+            parse_attempts("18446744073709551616")
+                .unwrap_err()
+                .contains("too large")
+        );
     }
 
     #[test]
@@ -356,5 +374,7 @@ mod tests {
         for bad in ["", "1,,2", "256", "5-3", "a", "-1", "1-"] {
             assert!(parse_codes(bad).is_err(), "{bad}");
         }
+        assert!(parse_codes("1-").unwrap_err().contains("needs both ends"));
+        assert!(parse_codes("300").unwrap_err().contains("out of range"));
     }
 }

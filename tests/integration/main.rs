@@ -17,4 +17,5 @@ mod package;
 mod process;
 mod shipping;
 mod simulation;
+mod state;
 mod util;

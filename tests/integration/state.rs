@@ -1,0 +1,98 @@
+//! Where state comes from and what a run that never ran the command leaves
+//! in it: flags beat the environment, the environment is read only when
+//! needed, and a probe claimed by a run that failed on its own is given back.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use crate::util::*;
+
+fn private_dir() -> tempfile::TempDir {
+    let dir = scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+#[test]
+fn a_probe_claimed_by_a_run_that_failed_on_its_own_is_given_back() {
+    let state = private_dir();
+    let with_state = |command: &mut assert_cmd::Command| {
+        command
+            .args(circuit_args("own-failure"))
+            .arg("--state-dir")
+            .arg(state.path());
+    };
+    for _ in 0..2 {
+        let mut command = retry();
+        with_state(&mut command);
+        command.args(["--", "false"]).assert().code(1);
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    // The probe's run cannot even set up (no usable TMPDIR): exit 125.
+    let mut command = retry();
+    with_state(&mut command);
+    command
+        .env("TMPDIR", "/nonexistent/retry-test")
+        .args(["--", "true"])
+        .assert()
+        .code(125);
+    // The next run probes at once instead of being refused for a cooldown.
+    let mut command = retry();
+    with_state(&mut command);
+    command.args(["--", "true"]).assert().code(0);
+}
+
+#[test]
+fn an_explicit_state_dir_beats_retry_state_url() {
+    let state = private_dir();
+    // A URL nobody answers: were it used, the run would warn about it.
+    let out = retry()
+        .env("RETRY_STATE_URL", "redis://127.0.0.1:1/")
+        .args(["--circuit", "flags-first", "--state-dir"])
+        .arg(state.path())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(state.path().join("flags-first.json").exists());
+}
+
+#[test]
+fn an_empty_retry_state_url_is_unset_and_a_garbled_one_matters_only_for_circuits() {
+    use std::os::unix::ffi::OsStrExt;
+    let state = private_dir();
+    retry()
+        .env("RETRY_STATE_URL", "")
+        .env("RETRY_STATE_DIR", state.path())
+        .args(["--circuit", "empty-url", "--", "true"])
+        .assert()
+        .success();
+    assert!(state.path().join("empty-url.json").exists());
+    let garbled = std::ffi::OsStr::from_bytes(b"redis://\xff/");
+    // Without a circuit the variable is not read at all.
+    retry()
+        .env("RETRY_STATE_URL", garbled)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let out = retry()
+        .env("RETRY_STATE_URL", garbled)
+        .args(["--circuit", "garbled", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RETRY_STATE_URL"));
+}
+
+#[test]
+fn circuit_names_may_start_with_a_hyphen() {
+    let state = private_dir();
+    retry()
+        .args(["--circuit", "-x", "--state-dir"])
+        .arg(state.path())
+        .args(["--", "true"])
+        .assert()
+        .success();
+}
