@@ -2,7 +2,9 @@
 //! on the mode. A run goes behind its circuit here: the circuit only
 //! answers "may I run?" and records the result; it knows nothing of runs.
 
+use std::ffi::OsString;
 use std::io::Write;
+use std::path::PathBuf;
 
 use clap::CommandFactory;
 use clap::error::ErrorKind;
@@ -13,13 +15,55 @@ use crate::cli::Cli;
 use crate::config::{Config, Mode};
 use crate::decision::RunOutcome;
 use crate::exit::ExitStatus;
-use crate::report::Reporter;
+use crate::report::{ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
 use crate::runner::RunSummary;
 use crate::{child, explain, generate, metrics, runner, signals};
 
-fn usage_error(message: &str) -> ExitStatus {
-    let _ = writeln!(std::io::stderr(), "retry: error: {message}");
-    ExitStatus::USAGE
+/// Report retry's own error where its messages go (`--log-format`,
+/// `--log-file`), and end with `status`. When even that fails, stderr.
+fn fail(settings: &ReportSettings, run_id: &str, message: &str, status: ExitStatus) -> ExitStatus {
+    match Reporter::new(settings, run_id) {
+        Ok(mut reporter) => reporter.error(message),
+        Err(err) => {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "retry: error: {message}");
+            let _ = writeln!(stderr, "retry: error: {err:#}");
+        }
+    }
+    status
+}
+
+/// Where retry's own messages go, read from argv before it is parsed, so
+/// that a usage error too honours `--log-format` and `--log-file`. Only the
+/// options before `--` are looked at.
+fn early_report_settings(args: &[OsString]) -> ReportSettings {
+    let mut settings = ReportSettings {
+        verbosity: Verbosity::Normal,
+        format: LogFormat::Text,
+        log_file: None,
+        color: ColorWhen::Auto,
+    };
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(word) = words.next() {
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
+            None => (word.to_string(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| words.next().map(|v| v.to_string()))
+        };
+        match flag.as_str() {
+            "--" => break,
+            "--log-format" if value().as_deref() == Some("json") => {
+                settings.format = LogFormat::Json;
+            }
+            "--log-file" => settings.log_file = value().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    settings
 }
 
 /// Print `text` on stdout and end well.
@@ -30,7 +74,9 @@ fn print(text: &[u8]) -> ExitStatus {
 
 /// The whole program: parse, configure, run, and the exit status to end with.
 pub fn run() -> ExitStatus {
-    let cli = match Cli::parse_from_os(std::env::args_os()) {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let run_id = runner::new_run_id();
+    let cli = match Cli::parse_from_os(args.iter().cloned()) {
         Ok(cli) => cli,
         Err(err) => {
             return match err.kind() {
@@ -42,40 +88,53 @@ pub fn run() -> ExitStatus {
                 _ => {
                     let rendered = err.render().to_string();
                     let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
-                    let _ = write!(std::io::stderr(), "retry: error: {text}");
-                    ExitStatus::USAGE
+                    let settings = early_report_settings(&args);
+                    fail(&settings, &run_id, text.trim_end(), ExitStatus::USAGE)
                 }
             };
         }
     };
     let config = match Config::from_cli(cli) {
         Ok(config) => config,
-        Err(err) => return usage_error(&err.0),
+        Err(err) => {
+            let settings = early_report_settings(&args);
+            return fail(&settings, &run_id, &err.0, ExitStatus::USAGE);
+        }
     };
+    let settings = &config.report;
     match config.mode {
         Mode::Generate(kind) => {
             let mut out = Vec::new();
             match generate::generate(kind, Cli::command(), &mut out) {
                 Ok(()) => print(&out),
-                Err(err) => usage_error(&format!("--generate: {err}")),
+                Err(err) => fail(
+                    settings,
+                    &run_id,
+                    &format!("--generate: {err}"),
+                    ExitStatus::RETRY_FAILED,
+                ),
             }
         }
         Mode::Explain => print(explain::render(&config).as_bytes()),
         Mode::CircuitStatus => match open_circuit(&config).and_then(|c| c.status()) {
             Ok(text) => print(text.as_bytes()),
-            Err(err) => {
-                let _ = usage_error(&format!("--circuit-status: {err:#}"));
-                ExitStatus::STATE_FAILED
-            }
+            Err(err) => fail(
+                settings,
+                &run_id,
+                &format!("--circuit-status: {err:#}"),
+                ExitStatus::STATE_FAILED,
+            ),
         },
         Mode::CircuitReset => match open_circuit(&config).and_then(|c| c.reset().map(|_| c)) {
             Ok(circuit) => print(format!("circuit {} reset: closed\n", circuit.name).as_bytes()),
-            Err(err) => {
-                let _ = usage_error(&format!("--circuit-reset: {err:#}"));
-                ExitStatus::STATE_FAILED
-            }
+            Err(err) => fail(
+                settings,
+                &run_id,
+                &format!("--circuit-reset: {err:#}"),
+                ExitStatus::STATE_FAILED,
+            ),
         },
-        Mode::Run => run_command(&config),
+        Mode::Run => run_command(&config, &run_id),
     }
 }
 
@@ -88,15 +147,20 @@ fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
 }
 
 /// `Mode::Run`: the command behind its circuit, then the metrics.
-fn run_command(config: &Config) -> ExitStatus {
-    let run_id = runner::new_run_id();
-    let mut reporter = match Reporter::new(&config.report, &run_id) {
+fn run_command(config: &Config, run_id: &str) -> ExitStatus {
+    let mut reporter = match Reporter::new(&config.report, run_id) {
         Ok(reporter) => reporter,
-        Err(err) => return usage_error(&format!("{err:#}")),
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "retry: error: {err:#}");
+            return ExitStatus::USAGE;
+        }
     };
     let circuit = match config.circuit.as_ref().map(circuit::open).transpose() {
         Ok(circuit) => circuit,
-        Err(err) => return usage_error(&format!("--circuit: {err:#}")),
+        Err(err) => {
+            reporter.error(&format!("--circuit: {err:#}"));
+            return ExitStatus::USAGE;
+        }
     };
     let mut signals = match signals::install() {
         Ok(signals) => signals,
@@ -114,7 +178,7 @@ fn run_command(config: &Config) -> ExitStatus {
     let result = match gate {
         Gate::Refused(summary) => Ok(summary),
         Gate::Admitted | Gate::Unchecked => {
-            runner::run(config, &run_id, &mut signals, &mut reporter)
+            runner::run(config, run_id, &mut signals, &mut reporter)
         }
     };
     if let (Some(circuit), true) = (&circuit, admitted) {

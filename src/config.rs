@@ -161,12 +161,12 @@ impl Config {
         } else {
             Mode::Run
         };
+        // Flags beat the environment: an explicit --state-dir wins over
+        // RETRY_STATE_URL, which is read only when a circuit needs a store.
         let state_url = match (&cli.circuit, &cli.state_url, &cli.state_dir) {
-            (None, _, _) => None,
             (Some(_), Some(url), _) => Some(url.clone()),
-            // Flags beat the environment: an explicit --state-dir wins.
-            (Some(_), None, Some(_)) => None,
             (Some(_), None, None) => state_url_from_env()?,
+            _ => None,
         };
         let circuit = cli.circuit.map(|name| CircuitConfig {
             name,

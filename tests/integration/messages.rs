@@ -279,3 +279,54 @@ fn a_retry_after_longer_than_the_limit_is_not_obeyed() {
     assert_eq!(sleep["source"], "retry-after");
     assert_eq!(sleep["delay_ms"], 20);
 }
+
+#[test]
+fn usage_errors_honour_the_log_format_and_the_log_file() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch '{}'", marker.display());
+    // A clap error (conflicting flags) and a configuration error, as JSON.
+    for args in [
+        &["--log-format", "json", "-q", "-v", "--", "sh", "-c", &touch][..],
+        &[
+            "--log-format=json",
+            "--splay",
+            "5s",
+            "-t",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ][..],
+        &[
+            "--log-format",
+            "json",
+            "--retry-on-output",
+            "(",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ][..],
+    ] {
+        let out = retry().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let events = json_events(&out.stderr);
+        assert_eq!(events.len(), 1, "{args:?}: {events:?}");
+        assert_eq!(events[0]["event"], "error");
+        assert!(events[0]["message"].as_str().unwrap().len() > 10);
+    }
+    // Into the log file, as a timestamped line.
+    let log = dir.path().join("retry.log");
+    let out = retry()
+        .arg("--log-file")
+        .arg(&log)
+        .args(["--splay", "5s", "-t", "1s", "--", "sh", "-c", &touch])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(" retry: error: --splay 5s"), "{text}");
+    assert!(!marker.exists(), "nothing may run after a usage error");
+}
