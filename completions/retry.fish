@@ -16,6 +16,7 @@ complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every atte
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'
 inherit\t'Handed to the child as it is'
 null\t'/dev/null'"
+complete -c retry -s o -l output -d 'A successful attempt\'s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory' -r -F
 complete -c retry -l log-format -d 'Format of retry\'s own messages' -r -f -a "text\t''
 json\t''"
 complete -c retry -l log-file -d 'Append retry\'s own messages to PATH instead of stderr' -r -F
@@ -36,7 +37,7 @@ complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses run
 complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
 complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
-complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout and emit only the final attempt\'s'
+complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'
 complete -c retry -s q -l quiet -d 'Only retry\'s own errors; nothing per attempt'
 complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt\'s start'

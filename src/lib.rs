@@ -5,9 +5,9 @@
 //!
 //! Rooms, from the bottom up (a room imports only rooms below it):
 //! `values`, `fd`, `exit`, `signals` - `backoff`, `hint`, `child` -
-//! `output`, `rules`, `classify`, `decision`, `stdin` - `attempt`, `report`,
-//! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
-//! `metrics` - `app`.
+//! `output`, `rules`, `classify`, `decision`, `stdin`, `deliver` -
+//! `attempt`, `report`, `preset`, `circuit`, `generate` - `cli` - `config` -
+//! `explain`, `runner`, `metrics` - `app`.
 
 pub mod app;
 mod attempt;
@@ -18,6 +18,7 @@ mod classify;
 mod cli;
 mod config;
 mod decision;
+mod deliver;
 pub mod exit;
 mod explain;
 mod fd;
