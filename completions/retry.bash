@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -d -m -c -j -t -T -q -v -h -V --attempts --delay --multiplier --cap --jitter --splay --max-time --timeout --kill-after --retry-on-exit --stop-on-exit --retry-on-output --stop-on-output --stop-on-timeout --scan-stdout --preset --retry-after --max-retry-after --stdin --buffer-stdout --foreground --quiet --verbose --log-format --color --log-file --explain --metrics-file --name --generate --circuit --state-dir --state-url --state-timeout --circuit-threshold --circuit-cooldown --circuit-max-cooldown --circuit-status --circuit-reset --help --version"
+            opts="-n -d -m -c -j -t -T -o -q -v -h -V --attempts --delay --multiplier --cap --jitter --splay --max-time --timeout --kill-after --retry-on-exit --stop-on-exit --retry-on-output --stop-on-output --stop-on-timeout --scan-stdout --preset --retry-after --max-retry-after --stdin --buffer-stdout --output --foreground --quiet --verbose --log-format --color --log-file --explain --metrics-file --name --generate --circuit --state-dir --state-url --state-timeout --circuit-threshold --circuit-cooldown --circuit-max-cooldown --circuit-status --circuit-reset --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -119,6 +119,14 @@ _retry() {
                     ;;
                 --stdin)
                     COMPREPLY=($(compgen -W "auto replay inherit null" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --log-format)

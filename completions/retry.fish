@@ -17,6 +17,7 @@ complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every atte
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'
 inherit\t'Handed to the child as it is'
 null\t'/dev/null'"
+complete -c retry -s o -l output -d 'A successful attempt\'s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory' -r -F
 complete -c retry -l log-format -d 'Format of retry\'s own messages' -r -f -a "text\t''
 json\t''"
 complete -c retry -l color -d 'When to colour retry\'s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t''
@@ -33,7 +34,7 @@ elvish\t''
 powershell\t''"
 complete -c retry -l circuit -d 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed' -r
 complete -c retry -l state-dir -d 'Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
-complete -c retry -l state-url -d 'Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS)' -r
+complete -c retry -l state-url -d 'Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]' -r
 complete -c retry -l state-timeout -d 'Connect and command timeout for --state-url; past it the job runs as if the circuit were closed' -r
 complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit' -r
 complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
@@ -41,7 +42,7 @@ complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed prob
 complete -c retry -l stop-on-timeout -d 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
 complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
-complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout and emit only the final attempt\'s'
+complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'
 complete -c retry -s q -l quiet -d 'Only retry\'s own errors; nothing per attempt'
 complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt\'s start'

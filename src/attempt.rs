@@ -35,8 +35,25 @@ pub(crate) struct OutputPlan<'a> {
     pub(crate) scan_stdout: bool,
     /// stdout and stderr are the same open file: one pipe for both.
     pub(crate) same_file: bool,
-    /// `--buffer-stdout`: stdout goes here instead.
+    /// `--buffer-stdout` or `-o`: stdout goes here instead.
     pub(crate) stdout_spool: Option<&'a File>,
+}
+
+/// Which of the child's streams a pump carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Stdout,
+    Stderr,
+    /// Both, through one pipe (they lead to the same file).
+    Both,
+}
+
+/// Output of the child's that retry could not pass on (a full disk,
+/// `/dev/full`): the stream, and the error writing it.
+#[derive(Debug)]
+pub(crate) struct LostOutput {
+    pub(crate) stream: Stream,
+    pub(crate) error: std::io::Error,
 }
 
 pub(crate) struct Outcome {
@@ -49,6 +66,8 @@ pub(crate) struct Outcome {
     pub(crate) duration: Duration,
     /// Trouble feeding stdin, worth a warning.
     pub(crate) stdin_error: Option<String>,
+    /// Output that could not be written on (the child saw no error).
+    pub(crate) lost: Vec<LostOutput>,
 }
 
 /// A pipe for the child's output: larger than the default 64 KiB where the
@@ -62,7 +81,7 @@ fn output_pipe() -> Result<(OwnedFd, OwnedFd)> {
 struct PumpJob<'a> {
     source: OwnedFd,
     destination: Destination<'a>,
-    is_stderr: bool,
+    stream: Stream,
 }
 
 pub(crate) struct AttemptSpec<'a> {
@@ -88,7 +107,11 @@ pub(crate) fn run(
         jobs.push(PumpJob {
             source,
             destination: Destination::Fd(own_fd(2)),
-            is_stderr: true,
+            stream: if one_pipe {
+                Stream::Both
+            } else {
+                Stream::Stderr
+            },
         });
         if one_pipe {
             spec.launch.stdout = ChildIo::Fd(sink.try_clone()?);
@@ -104,7 +127,7 @@ pub(crate) fn run(
         jobs.push(PumpJob {
             source,
             destination,
-            is_stderr: false,
+            stream: Stream::Stdout,
         });
         spec.launch.stdout = ChildIo::Fd(sink);
     } else if let Some(spool) = output.stdout_spool {
@@ -141,12 +164,12 @@ pub(crate) fn run(
     let patterns = output.patterns;
     let (pump_watch, feed_watch) = (pump_cancel.watch(), feed_cancel.watch());
     let (ending, reports, stdin_error) = std::thread::scope(|scope| {
-        let (sender, reports) = mpsc::channel::<(bool, PumpReport)>();
+        let (sender, reports) = mpsc::channel::<(Stream, PumpReport)>();
         for job in jobs {
             let sender = sender.clone();
             scope.spawn(move || {
                 let report = pump(job.source, job.destination, patterns, pump_watch);
-                let _ = sender.send((job.is_stderr, report));
+                let _ = sender.send((job.stream, report));
             });
         }
         let feeder = feeder.map(|feeder| scope.spawn(move || feeder.run(feed_watch)));
@@ -179,11 +202,14 @@ pub(crate) fn run(
 
     let mut outcome = Outcome::unpumped(ending, started);
     outcome.stdin_error = stdin_error;
-    for (is_stderr, report) in reports {
+    for (stream, report) in reports {
         outcome.scan.merge(&report.scan);
         outcome.downstream_closed |= report.downstream_closed;
-        if is_stderr {
+        if stream != Stream::Stdout {
             outcome.stderr_mid_line = report.ends_mid_line;
+        }
+        if let Some(error) = report.write_error {
+            outcome.lost.push(LostOutput { stream, error });
         }
     }
     Ok(outcome)
@@ -199,6 +225,7 @@ impl Outcome {
             stderr_mid_line: false,
             duration: started.elapsed(),
             stdin_error: None,
+            lost: Vec::new(),
         }
     }
 }

@@ -135,9 +135,13 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "MODE", default_value = "auto", help_heading = IO)]
     pub(crate) stdin: StdinMode,
 
-    /// Hold each attempt's stdout and emit only the final attempt's
+    /// Hold each attempt's stdout apart and emit only a successful attempt's; on give-up nothing is emitted, and the number of bytes dropped is said
     #[arg(long, help_heading = IO)]
     pub(crate) buffer_stdout: bool,
+
+    /// A successful attempt's stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = IO)]
+    pub(crate) output: Option<PathBuf>,
 
     // ---- Processes ----
     /// Keep the child in retry's process group even when not in a terminal's foreground

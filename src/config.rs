@@ -51,6 +51,8 @@ pub(crate) struct Config {
     pub(crate) scan_stdout: bool,
     pub(crate) stdin: StdinMode,
     pub(crate) buffer_stdout: bool,
+    /// `-o FILE`: a successful attempt's stdout replaces FILE.
+    pub(crate) output: Option<PathBuf>,
     pub(crate) foreground: bool,
     pub(crate) report: ReportSettings,
     /// `--metrics-file` and the name label for it.
@@ -205,6 +207,7 @@ impl Config {
             scan_stdout: cli.scan_stdout,
             stdin: cli.stdin,
             buffer_stdout: cli.buffer_stdout,
+            output: cli.output,
             foreground: cli.foreground,
             report: ReportSettings {
                 verbosity,

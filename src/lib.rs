@@ -6,7 +6,7 @@
 //! Rooms, from the bottom up (a room imports only rooms below it):
 //! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
 //! `hint`, `child` -
-//! `output`, `rules`, `classify`, `decision`, `stdin` - `attempt`, `report`,
+//! `output`, `rules`, `classify`, `decision`, `stdin`, `deliver` - `attempt`, `report`,
 //! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
 //! `metrics` - `app`.
 
@@ -19,6 +19,7 @@ mod classify;
 mod cli;
 mod config;
 mod decision;
+mod deliver;
 pub mod exit;
 mod explain;
 mod fd;

@@ -207,7 +207,7 @@ impl<'a> Scanner<'a> {
 pub(crate) enum Destination<'a> {
     /// One of retry's own descriptors (stdout or stderr).
     Fd(BorrowedFd<'a>),
-    /// A spool (`--buffer-stdout`).
+    /// The file that holds stdout (`--buffer-stdout`, `-o`).
     File(File),
 }
 
@@ -217,6 +217,9 @@ pub(crate) struct PumpReport {
     pub(crate) scan: ScanResult,
     /// Writing on failed with EPIPE: the reader downstream is gone.
     pub(crate) downstream_closed: bool,
+    /// Writing on failed otherwise (ENOSPC, EIO): the first such error.
+    /// The rest of the stream was read, scanned and dropped.
+    pub(crate) write_error: Option<std::io::Error>,
     /// The last byte passed on was not a line end.
     pub(crate) ends_mid_line: bool,
 }
@@ -224,6 +227,11 @@ pub(crate) struct PumpReport {
 /// Copy `source` to `destination` until end of file or until `cancel`
 /// becomes readable (its write end closed), scanning on the way. Takes
 /// `source` to close it on return: a child still writing then meets SIGPIPE.
+///
+/// A write error other than EPIPE (a full disk, `/dev/full`, EIO) is ours,
+/// not the child's: the pump records it and keeps reading and scanning
+/// (dropping the bytes), so the child sees no error and no SIGPIPE that it
+/// would not have seen without retry, and its verdict is unchanged.
 #[allow(clippy::needless_pass_by_value)]
 pub(crate) fn pump(
     source: OwnedFd,
@@ -236,6 +244,13 @@ pub(crate) fn pump(
     let mut buffer = vec![0u8; CHUNK];
     loop {
         if !wait_readable(source.as_fd(), cancel) {
+            // The attempt is over. What its process wrote before it ended
+            // is still in the pipe: pass that on too (the reader downstream
+            // may be slow), but no more than one pipe's worth, so that a
+            // grandchild that keeps writing cannot hold us.
+            drain(&source, &mut buffer, |chunk| {
+                pass_on(chunk, &mut destination, scanner.as_mut(), &mut report)
+            });
             break;
         }
         let count = match rustix::io::read(&source, &mut buffer) {
@@ -244,27 +259,76 @@ pub(crate) fn pump(
             Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
             Err(_) => break,
         };
-        let chunk = &buffer[..count];
-        let written = match &mut destination {
-            Destination::Fd(fd) => write_all_fd(*fd, chunk),
-            Destination::File(file) => file.write_all(chunk),
-        };
-        if let Err(err) = written {
-            // The reader downstream went away (`retry ... | head -1`): stop
-            // and close our end, so the child meets SIGPIPE as it would have
-            // without us in between.
-            report.downstream_closed = err.kind() == std::io::ErrorKind::BrokenPipe;
+        if !pass_on(
+            &buffer[..count],
+            &mut destination,
+            scanner.as_mut(),
+            &mut report,
+        ) {
             break;
-        }
-        report.ends_mid_line = !is_line_end(chunk[count - 1]);
-        if let Some(scanner) = scanner.as_mut() {
-            scanner.feed(chunk);
         }
     }
     if let Some(scanner) = scanner {
         report.scan = scanner.finish();
     }
     report
+}
+
+/// Write one chunk on and scan it; false when the reader downstream is
+/// gone and the pump must stop.
+fn pass_on(
+    chunk: &[u8],
+    destination: &mut Destination<'_>,
+    scanner: Option<&mut Scanner<'_>>,
+    report: &mut PumpReport,
+) -> bool {
+    if report.write_error.is_none() {
+        let written = match destination {
+            Destination::Fd(fd) => write_all_fd(*fd, chunk),
+            Destination::File(file) => file.write_all(chunk),
+        };
+        match written {
+            Ok(()) => report.ends_mid_line = chunk.last().is_some_and(|&b| !is_line_end(b)),
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                // The reader downstream went away (`retry ... | head -1`):
+                // stop and close our end, so the child meets SIGPIPE as it
+                // would have without us in between.
+                report.downstream_closed = true;
+                return false;
+            }
+            Err(err) => report.write_error = Some(err),
+        }
+    }
+    if let Some(scanner) = scanner {
+        scanner.feed(chunk);
+    }
+    true
+}
+
+/// Read what `source` holds right now, without waiting for more, at most
+/// the pipe's capacity, handing each chunk to `pass_on` until it says stop.
+fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> bool) {
+    let Ok(flags) = rustix::fs::fcntl_getfl(source) else {
+        return;
+    };
+    if rustix::fs::fcntl_setfl(source, flags | rustix::fs::OFlags::NONBLOCK).is_err() {
+        return;
+    }
+    let mut budget = rustix::pipe::fcntl_getpipe_size(source).unwrap_or(CHUNK);
+    while budget > 0 {
+        let want = budget.min(buffer.len());
+        match rustix::io::read(source, &mut buffer[..want]) {
+            Ok(0) => return,
+            Ok(count) => {
+                budget -= count;
+                if !pass_on(&buffer[..count]) {
+                    return;
+                }
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,20 +7,19 @@
 //! self-pipe, so a signal cuts it short at once.
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{Seek, SeekFrom};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use rand::RngExt;
 use rand::rngs::SmallRng;
 
-use crate::attempt::{self, AttemptSpec, Outcome, OutputPlan};
+use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
 use crate::backoff::{Backoff, Sleep};
 use crate::child::{ChildIo, Ending, Launch};
 use crate::classify::{self, Class, Observation, Verdict};
 use crate::config::Config;
 use crate::decision::{self, Done, Limits, RunOutcome, SleepSource, Step};
+use crate::deliver::{HeldStdout, error_text};
 use crate::exit::ExitStatus;
 use crate::fd::own_fd;
 use crate::hint::{self, Hint, HintFile};
@@ -48,7 +47,13 @@ struct Run<'a> {
     id: String,
     hint: HintFile,
     stdin: StdinSource,
-    stdout_spool: Option<File>,
+    /// `--buffer-stdout` or `-o`: each attempt's stdout, held apart.
+    held: Option<HeldStdout>,
+    /// The last attempt's stdout could not all be written on (to our stdout
+    /// or into `held`): what went wrong.
+    stdout_lost: Option<String>,
+    /// Streams whose lost output was already warned about.
+    warned_lost: Vec<Stream>,
     own_group: bool,
     command_text: String,
 }
@@ -81,11 +86,14 @@ pub(crate) fn run(
     let mut last_ending = None;
     let Done {
         outcome,
-        status,
+        mut status,
         detail,
     } = run.attempts(signals, reporter, &mut attempts, &mut last_ending)?;
-    if outcome != RunOutcome::Interrupted {
-        emit_spool(run.stdout_spool.as_ref());
+    if let Err(problem) = run.deliver(outcome, reporter) {
+        // The command succeeded, but its output did not reach its place:
+        // retry's own failure. The `done` event keeps the outcome.
+        reporter.error(&problem);
+        status = ExitStatus::RETRY_FAILED;
     }
     let elapsed = run.started.elapsed();
     reporter.done(&DoneRecord {
@@ -110,10 +118,11 @@ impl<'a> Run<'a> {
     fn set_up(config: &'a Config, run_id: &str) -> Result<Run<'a>> {
         let started = Instant::now();
         let rng: SmallRng = rand::make_rng();
-        let stdout_spool = if config.buffer_stdout {
-            Some(tempfile::tempfile().context("creating the --buffer-stdout spool")?)
-        } else {
-            None
+        // `-o` holds stdout apart too; with both flags, FILE gets it.
+        let held = match &config.output {
+            Some(path) => Some(HeldStdout::output(path)?),
+            None if config.buffer_stdout => Some(HeldStdout::spool()?),
+            None => None,
         };
         Ok(Run {
             config,
@@ -126,7 +135,9 @@ impl<'a> Run<'a> {
             rng,
             id: run_id.to_string(),
             stdin: StdinSource::new(config.stdin)?,
-            stdout_spool,
+            held,
+            stdout_lost: None,
+            warned_lost: Vec::new(),
             own_group: !(config.foreground || in_terminal_foreground()),
             command_text: display_command(&config.command),
         })
@@ -173,7 +184,25 @@ impl<'a> Run<'a> {
                         record.outcome = Class::Permanent;
                     }
                     reporter.attempt(&record, None);
+                    if self.stdin.spool_failure().is_some() {
+                        let problem = self.spool_problem();
+                        reporter.warning(
+                            "stdin",
+                            &format!(
+                                "{problem}; the last attempt was given all of it as it came, but it could not have been replayed"
+                            ),
+                        );
+                    }
                     return Ok(done);
+                }
+                Step::Sleep { .. } if self.stdin.spool_failure().is_some() => {
+                    // The next attempt cannot be given the whole input.
+                    reporter.attempt(&record, None);
+                    bail!(
+                        "{}; attempt {} cannot be given the whole input",
+                        self.spool_problem(),
+                        attempt + 1
+                    );
                 }
                 Step::Sleep { sleep, source } => {
                     reporter.attempt(
@@ -229,8 +258,8 @@ impl<'a> Run<'a> {
                 "stdin is a pipe: attempt 2 and later read only what earlier attempts left (--stdin replay gives each the whole input)",
             );
         }
-        if let Some(spool) = &self.stdout_spool {
-            truncate(spool)?;
+        if let Some(held) = &self.held {
+            held.reset()?;
         }
         reporter.attempt_start(attempt, config.attempts, &self.command_text);
         let deadline = [
@@ -263,7 +292,7 @@ impl<'a> Run<'a> {
             patterns: config.rules.patterns.as_ref(),
             scan_stdout: config.scan_stdout,
             same_file: config.scan_stdout && crate::fd::same_file(own_fd(1), own_fd(2)),
-            stdout_spool: self.stdout_spool.as_ref(),
+            stdout_spool: self.held.as_ref().map(HeldStdout::file),
         };
         let stdin = self.stdin.for_attempt()?;
         let outcome = attempt::run(spec, &output, stdin, &mut signals.events)?;
@@ -271,6 +300,7 @@ impl<'a> Run<'a> {
         if let Some(problem) = &outcome.stdin_error {
             reporter.warning("stdin", problem);
         }
+        self.note_lost_output(&outcome.lost, reporter);
         let hint = self.hint.take().unwrap_or_else(|problem| {
             reporter.warning("hint", &problem);
             None
@@ -281,6 +311,76 @@ impl<'a> Run<'a> {
             hint,
             verdict,
         })
+    }
+
+    /// Output the attempt's pumps could not write on: warn once per
+    /// stream, and remember what happened to stdout (delivering it after a
+    /// success then fails).
+    fn note_lost_output(&mut self, lost: &[LostOutput], reporter: &mut Reporter) {
+        self.stdout_lost = None;
+        for LostOutput { stream, error } in lost {
+            let what = match (stream, &self.held) {
+                (Stream::Stdout, Some(held)) => {
+                    format!("holding the command's stdout in {}", held.describe())
+                }
+                (Stream::Stdout, None) => "writing the command's stdout".to_string(),
+                (Stream::Stderr, _) => "writing the command's stderr".to_string(),
+                (Stream::Both, _) => "writing the command's stdout and stderr".to_string(),
+            };
+            let what = format!("{what}: {}", error_text(error));
+            if !self.warned_lost.contains(stream) {
+                self.warned_lost.push(*stream);
+                reporter.warning(
+                    "output",
+                    &format!("{what}; the rest of the attempt's output is lost (the command itself saw no error)"),
+                );
+            }
+            if *stream != Stream::Stderr {
+                self.stdout_lost = Some(what);
+            }
+        }
+    }
+
+    /// The stdin spool's failure, in words.
+    fn spool_problem(&self) -> String {
+        match self.stdin.spool_failure() {
+            Some((dir, error)) => format!(
+                "--stdin replay: the spool in {} (TMPDIR) could not hold the whole input: {}",
+                dir.display(),
+                error_text(error)
+            ),
+            None => String::new(),
+        }
+    }
+
+    /// The run is over: a successful run's held stdout goes to its place;
+    /// otherwise it is dropped, and the number of bytes said. An error is
+    /// the output that could not be delivered.
+    fn deliver(&mut self, outcome: RunOutcome, reporter: &mut Reporter) -> Result<(), String> {
+        let held = self.held.take();
+        if outcome != RunOutcome::Success {
+            if let Some(message) = held.as_ref().and_then(HeldStdout::dropped) {
+                reporter.warning("output", &message);
+            }
+            return Ok(());
+        }
+        if let Some(lost) = self.stdout_lost.take() {
+            let consequence = match (&held, &self.config.output) {
+                (_, Some(path)) => format!(
+                    "the successful attempt's output was not delivered, {} is left as it was",
+                    path.display()
+                ),
+                (Some(_), None) => "the successful attempt's output was not delivered".to_string(),
+                (None, None) => {
+                    "the successful attempt's output did not all reach stdout".to_string()
+                }
+            };
+            return Err(format!("{lost}; {consequence}"));
+        }
+        match held {
+            Some(held) => held.deliver().map_err(|err| format!("{err:#}")),
+            None => Ok(()),
+        }
     }
 
     /// A hint's retry-after, else a Retry-After header (when asked for),
@@ -431,25 +531,4 @@ fn child_env(
         ),
         ("RETRY_HINT_FILE", hint.path().as_os_str().to_owned()),
     ]
-}
-
-fn truncate(spool: &File) -> Result<()> {
-    spool.set_len(0).context("resetting the stdout spool")?;
-    let mut handle = spool;
-    handle
-        .seek(SeekFrom::Start(0))
-        .context("resetting the stdout spool")?;
-    Ok(())
-}
-
-/// `--buffer-stdout`: pass on the final attempt's stdout.
-fn emit_spool(spool: Option<&File>) {
-    let Some(spool) = spool else { return };
-    let mut handle = spool;
-    if handle.seek(SeekFrom::Start(0)).is_err() {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    let _ = std::io::copy(&mut handle, &mut out);
-    let _ = std::io::Write::flush(&mut out);
 }

@@ -11,11 +11,16 @@
 //!   attempt's own pace) and spooled to an unlinked temporary file; later
 //!   attempts read the spool, then the rest of the live input. Memory stays
 //!   at one chunk; the spool disappears with the process, even on SIGKILL.
+//!   A spool that cannot take the whole input (a full `$TMPDIR`) never
+//!   passes for complete: the attempt reading goes on getting the live
+//!   input, and no later attempt is given a replay (the runner fails the
+//!   run instead).
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use rustix::event::PollFlags;
@@ -55,8 +60,13 @@ pub(crate) enum StdinSource {
 /// Everything read from our stdin so far, on disk.
 pub(crate) struct Spool {
     file: File,
+    /// Where the spool lives (`$TMPDIR`), for messages.
+    dir: PathBuf,
     length: u64,
     at_eof: bool,
+    /// Writing the spool failed: it lacks part of the input, so no later
+    /// attempt can be given the whole of it.
+    broken: Option<io::Error>,
 }
 
 /// How one attempt's stdin is wired: what the child gets, and the feeding
@@ -91,12 +101,19 @@ impl StdinSource {
             },
             FileType::Fifo | FileType::Socket => {
                 if mode == StdinMode::Replay {
-                    let file = tempfile::tempfile()
-                        .context("creating the stdin spool for --stdin replay")?;
+                    let dir = std::env::temp_dir();
+                    let file = tempfile::tempfile_in(&dir).with_context(|| {
+                        format!(
+                            "creating the --stdin replay spool in {} (TMPDIR)",
+                            dir.display()
+                        )
+                    })?;
                     Ok(StdinSource::Replay(Spool {
                         file,
+                        dir,
                         length: 0,
                         at_eof: false,
+                        broken: None,
                     }))
                 } else if pipe_is_spent(fd) {
                     // Nothing left to read, ever: no attempt can miss anything.
@@ -112,6 +129,20 @@ impl StdinSource {
     /// True when attempts after the first read only what earlier ones left.
     pub(crate) fn is_shared_pipe(&self) -> bool {
         matches!(self, StdinSource::SharedPipe)
+    }
+
+    /// `--stdin replay` could not spool the whole input: where the spool
+    /// is and the error writing it. No later attempt can be given the
+    /// whole input.
+    pub(crate) fn spool_failure(&self) -> Option<(&Path, &io::Error)> {
+        match self {
+            StdinSource::Replay(Spool {
+                dir,
+                broken: Some(error),
+                ..
+            }) => Some((dir, error)),
+            _ => None,
+        }
     }
 
     pub(crate) fn for_attempt(&mut self) -> Result<AttemptStdin<'_>> {
@@ -131,6 +162,13 @@ impl StdinSource {
                 inherit(None)
             }
             StdinSource::Replay(spool) => {
+                if let Some(error) = &spool.broken {
+                    // Never hand an attempt a replay with a hole in it.
+                    anyhow::bail!(
+                        "--stdin replay: the spool in {} (TMPDIR) lacks part of the input: {error}",
+                        spool.dir.display()
+                    );
+                }
                 let (reader, writer) = crate::fd::pipe().context("creating the stdin pipe")?;
                 // Our end never blocks, so cancelling an attempt cannot hang
                 // on a child (or grandchild) that stopped reading.
@@ -201,12 +239,15 @@ impl Feeder<'_> {
                 break;
             }
             // Spool first: whatever the child does not take, the next
-            // attempt still gets.
-            spool
-                .file
-                .write_all(&buffer[..count])
-                .context("writing the stdin spool")?;
-            spool.length += count as u64;
+            // attempt still gets. A spool that cannot take it (a full
+            // disk) is marked broken, and this attempt still gets the
+            // rest of the input: it must not see an early end of file.
+            if spool.broken.is_none() {
+                match spool.file.write_all(&buffer[..count]) {
+                    Ok(()) => spool.length += count as u64,
+                    Err(err) => spool.broken = Some(err),
+                }
+            }
             if !send(&pipe, &buffer[..count], cancel) {
                 return Ok(());
             }

@@ -813,21 +813,465 @@ fn buffer_stdout_emits_only_the_final_attempts_output() {
 }
 
 #[test]
-fn buffer_stdout_of_a_run_that_gives_up_is_the_last_attempts() {
+fn buffer_stdout_of_a_run_that_gives_up_emits_nothing_and_says_how_much_was_dropped() {
+    let args = [
+        "-n",
+        "2",
+        "-d",
+        "1ms",
+        "--buffer-stdout",
+        "--",
+        "sh",
+        "-c",
+        "echo try $RETRY_ATTEMPT; exit 5",
+    ];
     retry()
+        .args(args)
+        .assert()
+        .code(5)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "dropped the last attempt's stdout (6 bytes)",
+        ));
+    // Scanned, too; and in JSON, a warning event.
+    let (out, events) =
+        json_run(&[&["--scan-stdout", "--retry-on-output", "X"][..], &args[..]].concat());
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(5), 0));
+    let warning = events
+        .iter()
+        .find(|e| e["event"] == "warning" && e["kind"] == "output")
+        .expect("a warning about the dropped output");
+    assert!(
+        warning["message"].as_str().unwrap().contains("6 bytes"),
+        "{warning}"
+    );
+    assert_eq!(events.last().unwrap()["outcome"], "exhausted");
+}
+
+#[test]
+fn buffer_stdout_that_cannot_be_emitted_is_retrys_own_failure() {
+    // stdout on /dev/full: ENOSPC, even though the attempt succeeded.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = retry_std()
+        .args(["--buffer-stdout", "--", "echo", "data"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("(ENOSPC)"), "{stderr}");
+    // A reader that is gone: EPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = retry_std()
         .args([
-            "-q",
-            "-n",
-            "2",
-            "-d",
-            "1ms",
+            "--log-format",
+            "json",
             "--buffer-stdout",
+            "--",
+            "echo",
+            "data",
+        ])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let events = json_events(&out.stderr);
+    let error = events.iter().find(|e| e["event"] == "error").unwrap();
+    assert!(
+        error["message"].as_str().unwrap().contains("(EPIPE)"),
+        "{error}"
+    );
+    // The command succeeded; retry exits 125 because of the delivery.
+    let done = events.last().unwrap();
+    assert_eq!(
+        (&done["outcome"], &done["exit_code"]),
+        (&"success".into(), &125.into())
+    );
+}
+
+#[test]
+fn stderr_on_dev_full_while_scanned_neither_kills_the_child_nor_goes_unnamed() {
+    let dir = scratch();
+    let log = dir.path().join("log");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    // Without retry in between, head would get ENOSPC; through a pump that
+    // gave up it got SIGPIPE (exit 141). Now it gets neither, and retry
+    // names the error.
+    let status = retry_std()
+        .arg("--log-file")
+        .arg(&log)
+        .args([
+            "--retry-on-output",
+            "X",
             "--",
             "sh",
             "-c",
-            "echo try $RETRY_ATTEMPT; exit 5",
+            "head -c 1000000 /dev/zero >&2; echo $? > status; exit 0",
+        ])
+        .current_dir(dir.path())
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("status")).unwrap(),
+        "0\n"
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("writing the command's stderr: No space left on device (ENOSPC)"),
+        "{log}"
+    );
+    assert_eq!(log.matches("ENOSPC").count(), 1, "warned once: {log}");
+}
+
+#[test]
+fn scanned_output_reaches_a_slow_reader_whole_after_the_command_has_exited() {
+    let mut child = retry_std()
+        .args([
+            "-q",
+            "--scan-stdout",
+            "--retry-on-output",
+            "X",
+            "--",
+            "head",
+            "-c",
+            "1M",
+            "/dev/zero",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut total = 0;
+    let mut buffer = vec![0u8; 32 * 1024];
+    loop {
+        // About 640 KB/s: what is left in the pipe when head exits takes
+        // longer than the pumps' drain time to pass on.
+        std::thread::sleep(Duration::from_millis(50));
+        match stdout.read(&mut buffer).unwrap() {
+            0 => break,
+            count => total += count,
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(total, 1 << 20);
+}
+
+// ---- -o FILE ----
+
+/// A directory holding `out` with "old\n", mode 0640.
+fn old_output() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let out = dir.path().join("out");
+    std::fs::write(&out, "old\n").unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o640)).unwrap();
+    (dir, out)
+}
+
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn output_file_keeps_its_old_content_when_the_run_fails() {
+    let (dir, out) = old_output();
+    let assert = retry()
+        .args(["-n", "2", "-d", "1ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "echo partial body; exit 3"])
+        .assert()
+        .code(3)
+        .stdout("");
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("keeps its old content; the last attempt's stdout (13 bytes) was dropped"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert_eq!(mode_of(&out), 0o640);
+    assert_eq!(listing(dir.path()), ["out"]);
+}
+
+#[test]
+fn output_file_survives_sigkill_of_retry_mid_attempt_and_no_temporary_file_is_left() {
+    let (dir, out) = old_output();
+    let signals = scratch();
+    let started = signals.path().join("started");
+    let sleep = marker();
+    let mut child = retry_std()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "echo partial body; touch '{}'; exec sleep {sleep}",
+            started.display()
+        ))
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(10));
+    send_signal(child.id(), "KILL");
+    child.wait().unwrap();
+    assert!(none_left(&sleep, Duration::from_secs(2)));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert_eq!(listing(dir.path()), ["out"]);
+}
+
+#[test]
+fn output_file_is_replaced_atomically_by_a_successful_attempt_and_keeps_its_mode() {
+    use std::os::unix::fs::MetadataExt;
+    let (dir, out) = old_output();
+    let signals = scratch();
+    let started = signals.path().join("started");
+    let before = std::fs::metadata(&out).unwrap().ino();
+    let mut child = retry_std()
+        .args(["-q", "-d", "1ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "[ $RETRY_ATTEMPT = 1 ] && {{ echo first; exit 1; }}; echo new body; touch '{}'; sleep 0.3",
+            started.display()
+        ))
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(10));
+    // The attempt has written its output and not ended: FILE is untouched.
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert!(child.wait().unwrap().success());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new body\n");
+    assert_eq!(mode_of(&out), 0o640);
+    assert_ne!(
+        std::fs::metadata(&out).unwrap().ino(),
+        before,
+        "renamed into place"
+    );
+    assert_eq!(listing(dir.path()), ["out"]);
+}
+
+#[test]
+fn a_new_output_file_gets_0644_under_the_umask() {
+    let dir = scratch();
+    for (umask, mode) in [("022", 0o644), ("027", 0o640), ("077", 0o600)] {
+        let out = dir.path().join(format!("out-{umask}"));
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec '{BIN}' -o '{}' -- echo made",
+                out.display()
+            ))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "made\n");
+        assert_eq!(mode_of(&out), mode, "umask {umask}");
+    }
+}
+
+#[test]
+fn output_with_scanned_stdout_still_goes_to_the_file() {
+    let dir = scratch();
+    let out = dir.path().join("out");
+    retry()
+        .args([
+            "-q",
+            "-d",
+            "1ms",
+            "--scan-stdout",
+            "--retry-on-output",
+            "busy",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "[ $RETRY_ATTEMPT = 1 ] && { echo busy; exit 1; }; echo done",
         ])
         .assert()
-        .code(5)
-        .stdout("try 2\n");
+        .success()
+        .stdout("");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "done\n");
+    assert_eq!(listing(dir.path()), ["out"]);
+}
+
+#[test]
+fn output_refuses_what_is_not_a_regular_file_before_running_anything() {
+    let dir = scratch();
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink("elsewhere", dir.path().join("link")).unwrap();
+    let ran = dir.path().join("ran");
+    let cases = [
+        (fifo.clone(), "is a FIFO"),
+        ("/dev/null".into(), "is a character device"),
+        (dir.path().join("link"), "is a symbolic link"),
+        (dir.path().to_path_buf(), "is a directory"),
+        (
+            dir.path().join("missing/out"),
+            "No such file or directory (ENOENT)",
+        ),
+    ];
+    for (target, words) in cases {
+        let assert = retry()
+            .arg("-o")
+            .arg(&target)
+            .args(["--", "touch"])
+            .arg(&ran)
+            .assert()
+            .code(125);
+        let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains(&format!("-o {}", target.display())) && stderr.contains(words),
+            "{stderr}"
+        );
+        assert!(!ran.exists(), "ran with -o {}", target.display());
+    }
+}
+
+#[test]
+fn output_that_cannot_be_put_in_place_after_a_success_is_retrys_own_failure() {
+    // The command succeeds, but by then a FIFO stands at FILE.
+    let dir = scratch();
+    let out = dir.path().join("out");
+    let body = format!("echo body; mkfifo '{}'", out.display());
+    let (result, events) = json_run(&["-o", out.to_str().unwrap(), "--", "sh", "-c", &body]);
+    assert_eq!(result.status.code(), Some(125));
+    let error = events.iter().find(|e| e["event"] == "error").unwrap();
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("is now a FIFO"), "{message}");
+    let done = events.last().unwrap();
+    assert_eq!(
+        (&done["outcome"], &done["exit_code"]),
+        (&"success".into(), &125.into())
+    );
+    assert_eq!(listing(dir.path()), ["out"]);
+}
+
+#[test]
+fn a_temporary_file_left_by_a_killed_run_is_removed_by_the_next() {
+    let dir = scratch();
+    let old = std::time::SystemTime::now() - Duration::from_secs(300);
+    let stale = dir.path().join(".retry-out-0123456789abcdef.tmp");
+    std::fs::File::create(&stale)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    // A recent one may belong to a run still going: it stays.
+    let recent = dir.path().join(".retry-out-fedcba9876543210.tmp");
+    std::fs::File::create(&recent).unwrap();
+    retry()
+        .arg("-o")
+        .arg(dir.path().join("out"))
+        .args(["--", "echo", "fresh"])
+        .assert()
+        .success();
+    assert_eq!(
+        listing(dir.path()),
+        [".retry-out-fedcba9876543210.tmp", "out"]
+    );
+}
+
+// ---- A disk that fills up (root: a small tmpfs) ----
+
+#[test]
+fn replay_with_a_spool_that_fills_its_disk_never_hands_on_a_truncated_input() {
+    let Some(disk) = SmallDisk::mount("1m", "the full replay spool test") else {
+        return;
+    };
+    let input = vec![b'x'; 5 << 20];
+    let run = |body: &str| {
+        let mut child = retry_std()
+            .env("TMPDIR", &disk.path)
+            .args([
+                "-n", "2", "-d", "1ms", "--stdin", "replay", "--", "sh", "-c", body,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let input = input.clone();
+        let feeder = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        out
+    };
+    // Attempt 1 reads all 5 MiB as it comes; attempt 2 cannot be given it.
+    let out = run("wc -c; exit 1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5242880");
+    assert!(
+        stderr.contains("No space left on device (ENOSPC)")
+            && stderr.contains(&format!("{} (TMPDIR)", disk.path.display()))
+            && stderr.contains("attempt 2 cannot be given the whole input"),
+        "{stderr}"
+    );
+    // An attempt that succeeds needed no replay: it got everything.
+    let out = run("wc -c");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5242880");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(ENOSPC)"));
+}
+
+#[test]
+fn held_stdout_on_a_full_disk_is_named_and_never_delivered() {
+    let Some(disk) = SmallDisk::mount("1m", "the full --buffer-stdout spool test") else {
+        return;
+    };
+    let body = "head -c 5M /dev/zero; echo finished >&2";
+    // --buffer-stdout, scanned: the pump cannot hold it all.
+    let out = retry()
+        .env("TMPDIR", &disk.path)
+        .args(["--buffer-stdout", "--scan-stdout", "--retry-on-output", "X"])
+        .args(["--", "sh", "-c", body])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("finished"),
+        "the command was not cut short: {stderr}"
+    );
+    assert!(
+        stderr.contains("No space left on device (ENOSPC)"),
+        "{stderr}"
+    );
+    // -o on the full disk: FILE keeps its old content.
+    let out_file = disk.path.join("out");
+    std::fs::write(&out_file, "old\n").unwrap();
+    let result = retry()
+        .args(["--scan-stdout", "--retry-on-output", "X", "-o"])
+        .arg(&out_file)
+        .args(["--", "sh", "-c", body])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("(ENOSPC)") && stderr.contains("is left as it was"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "old\n");
+    assert_eq!(listing(&disk.path), ["out"]);
 }

@@ -214,3 +214,55 @@ pub(crate) fn circuit_args(name: &str) -> [&str; 8] {
         "300ms",
     ]
 }
+
+/// The names in `dir`, sorted.
+pub(crate) fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A tmpfs of `size` (`1m`) mounted on a scratch directory, unmounted on
+/// drop: a disk that fills up. `None` (and a line on stderr saying why the
+/// test is skipped) when not root or the mount is refused.
+pub(crate) struct SmallDisk {
+    pub(crate) path: PathBuf,
+    _scratch: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    pub(crate) fn mount(size: &str, test: &str) -> Option<SmallDisk> {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipping {test}: mounting a small tmpfs needs root");
+            return None;
+        }
+        let scratch = scratch();
+        let path = scratch.path().join("disk");
+        fs::create_dir(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipping {test}: mount -t tmpfs failed here");
+            return None;
+        }
+        Some(SmallDisk {
+            path,
+            _scratch: scratch,
+        })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.path)
+            .status();
+    }
+}

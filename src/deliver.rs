@@ -1,0 +1,618 @@
+//! Where a successful attempt's stdout goes when it does not stream straight
+//! through: `--buffer-stdout` and `-o FILE`.
+//!
+//! Each attempt's stdout is held in a file of its own (truncated before every
+//! attempt); only a successful run's is delivered, and nothing else ever
+//! reaches the caller:
+//!
+//! - `--buffer-stdout`: a spool in `$TMPDIR`, unnamed, copied to retry's own
+//!   stdout after the success.
+//! - `-o FILE`: an unnamed file (`O_TMPFILE`) in FILE's own directory, given
+//!   a random name only for the final rename over FILE, so that FILE is
+//!   replaced atomically and a run that is killed leaves nothing behind.
+//!   Where the filesystem has no `O_TMPFILE`, a named `.retry-out-*.tmp`
+//!   stands in: it is locked while its run lives, removed when the run ends,
+//!   and a later run in the same directory removes one its run left behind.
+//!
+//! It also names the errors of writing output (`No space left on device
+//! (ENOSPC)`), so that messages say what went wrong in words and in the
+//! name a user can search for. It must not decide what a failure does to
+//! the run: the runner does.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::fd::{own_fd, write_all_fd};
+
+/// Prefix and suffix of the named temporary files of `-o` (the fallback, and
+/// the moment between linking an unnamed file and renaming it).
+const TEMP_PREFIX: &str = ".retry-out-";
+const TEMP_SUFFIX: &str = ".tmp";
+/// A named temporary file older than this, that no live run holds locked,
+/// was left by a run that was killed.
+const STALE_AFTER: Duration = Duration::from_secs(60);
+/// The mode of a new FILE, before the umask.
+const NEW_FILE_MODE: u32 = 0o644;
+
+/// Each attempt's stdout, held until the run is over.
+pub(crate) struct HeldStdout {
+    file: File,
+    target: Target,
+}
+
+enum Target {
+    /// `--buffer-stdout`: retry's own stdout; the spool lives in `dir`.
+    Stdout { dir: PathBuf },
+    /// `-o FILE`.
+    Output(OutputFile),
+}
+
+/// FILE of `-o FILE`: its directory, held open so that the file lands in the
+/// directory that was checked, and the name it gets there.
+struct OutputFile {
+    /// As the user gave it, for messages.
+    path: PathBuf,
+    dir: OwnedFd,
+    name: OsString,
+    /// The fallback's name in `dir` (no `O_TMPFILE`), removed on drop
+    /// unless the file was delivered.
+    named: Option<OsString>,
+}
+
+impl HeldStdout {
+    /// `--buffer-stdout`: a spool in `$TMPDIR`.
+    pub(crate) fn spool() -> Result<HeldStdout> {
+        let dir = std::env::temp_dir();
+        let file = tempfile::tempfile_in(&dir).with_context(|| {
+            format!(
+                "creating the --buffer-stdout spool in {} (TMPDIR)",
+                dir.display()
+            )
+        })?;
+        Ok(HeldStdout {
+            file,
+            target: Target::Stdout { dir },
+        })
+    }
+
+    /// `-o FILE`: check FILE and its directory and create the file that
+    /// attempts write to, before anything runs.
+    pub(crate) fn output(path: &Path) -> Result<HeldStdout> {
+        Self::output_with(path, true)
+    }
+
+    fn output_with(path: &Path, unnamed: bool) -> Result<HeldStdout> {
+        let shown = path.display();
+        let name = match path.file_name() {
+            Some(name) if !path.as_os_str().as_bytes().ends_with(b"/") => name.to_owned(),
+            _ => bail!("-o {shown}: not a file name"),
+        };
+        let dir_path = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let dir = rustix::fs::open(
+            dir_path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io::Error::from)
+        .map_err(|err| {
+            anyhow!(
+                "-o {shown}: cannot use the directory {}: {}",
+                dir_path.display(),
+                error_text(&err)
+            )
+        })?;
+        check_replaceable(&dir, &name).map_err(|problem| anyhow!("-o {shown}: {problem}"))?;
+        clean_stale(&dir);
+        let created = if unnamed {
+            create_unnamed(&dir)
+        } else {
+            Err(Errno::OPNOTSUPP)
+        };
+        let (file, named) = match created {
+            Ok(fd) => (File::from(fd), None),
+            // These are how a kernel or filesystem says it has no O_TMPFILE.
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::NOENT) => {
+                let (fd, temp) = create_named(&dir).map_err(|err| {
+                    anyhow!(
+                        "-o {shown}: cannot create a file in {}: {}",
+                        dir_path.display(),
+                        error_text(&err.into())
+                    )
+                })?;
+                (File::from(fd), Some(temp))
+            }
+            Err(err) => bail!(
+                "-o {shown}: cannot create a file in {}: {}",
+                dir_path.display(),
+                error_text(&err.into())
+            ),
+        };
+        // Held for the life of the run (and of any process that holds the
+        // file as its stdout): a later run never removes a live one.
+        let _ = rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive);
+        Ok(HeldStdout {
+            file,
+            target: Target::Output(OutputFile {
+                path: path.to_owned(),
+                dir,
+                name,
+                named,
+            }),
+        })
+    }
+
+    /// Where attempts write their stdout.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Before an attempt: forget the previous attempt's output.
+    pub(crate) fn reset(&self) -> Result<()> {
+        let mut handle = &self.file;
+        handle
+            .set_len(0)
+            .and_then(|()| handle.seek(SeekFrom::Start(0)))
+            .map(|_| ())
+            .with_context(|| format!("resetting {}", self.describe()))
+    }
+
+    /// How many bytes the last attempt wrote.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.file.metadata().map_or(0, |m| m.len())
+    }
+
+    /// For messages: where the output is held.
+    pub(crate) fn describe(&self) -> String {
+        match &self.target {
+            Target::Stdout { dir } => {
+                format!("the --buffer-stdout spool in {} (TMPDIR)", dir.display())
+            }
+            Target::Output(output) => {
+                format!("the temporary file of -o {}", output.path.display())
+            }
+        }
+    }
+
+    /// The run did not succeed: what to say about the output dropped.
+    pub(crate) fn dropped(&self) -> Option<String> {
+        let bytes = self.held_bytes();
+        match &self.target {
+            Target::Stdout { .. } if bytes > 0 => Some(format!(
+                "dropped the last attempt's stdout ({}): --buffer-stdout passes on only a successful attempt's",
+                plural_bytes(bytes)
+            )),
+            Target::Stdout { .. } => None,
+            Target::Output(output) => {
+                let kept = match rustix::fs::statat(
+                    &output.dir,
+                    &output.name,
+                    AtFlags::SYMLINK_NOFOLLOW,
+                ) {
+                    Ok(_) => "keeps its old content",
+                    Err(_) => "was not created",
+                };
+                Some(format!(
+                    "{} {kept}; the last attempt's stdout ({}) was dropped",
+                    output.path.display(),
+                    plural_bytes(bytes)
+                ))
+            }
+        }
+    }
+
+    /// The run succeeded: pass the output on. An error is retry's own
+    /// failure: the output could not be delivered.
+    pub(crate) fn deliver(self) -> Result<()> {
+        let HeldStdout { file, target } = self;
+        match target {
+            Target::Stdout { .. } => emit(&file).map_err(|err| {
+                anyhow!(
+                    "writing the command's output to stdout: {}; the successful attempt's output was not delivered",
+                    error_text(&err)
+                )
+            }),
+            Target::Output(mut output) => output.commit(&file),
+        }
+    }
+}
+
+/// Copy the whole spool to retry's own stdout.
+fn emit(file: &File) -> io::Result<()> {
+    let mut buffer = vec![0u8; 256 * 1024];
+    let mut offset = 0;
+    loop {
+        let count = match file.read_at(&mut buffer, offset) {
+            Ok(0) => return Ok(()),
+            Ok(count) => count,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        write_all_fd(own_fd(1), &buffer[..count])?;
+        offset += count as u64;
+    }
+}
+
+impl OutputFile {
+    /// Put `file` in place of FILE: mode (and, for root, owner) like the
+    /// file it replaces, data on disk, then one rename.
+    fn commit(&mut self, file: &File) -> Result<()> {
+        let shown = self.path.display().to_string();
+        let fail = |what: &str, err: io::Error| {
+            anyhow!(
+                "-o {shown}: {what}: {}; the successful attempt's output was not delivered, {shown} is left as it was",
+                error_text(&err)
+            )
+        };
+        match rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => {
+                let kind = FileType::from_raw_mode(stat.st_mode);
+                if kind != FileType::RegularFile {
+                    bail!(
+                        "-o {shown}: is now {}, not a regular file: left as it is; the successful attempt's output was not delivered",
+                        kind_name(kind)
+                    );
+                }
+                if rustix::process::geteuid().is_root() {
+                    // Root replacing someone's file keeps it theirs, as
+                    // `sed -i` does; anyone else cannot give files away.
+                    let _ = rustix::fs::fchown(
+                        file,
+                        Some(rustix::process::Uid::from_raw(stat.st_uid)),
+                        Some(rustix::process::Gid::from_raw(stat.st_gid)),
+                    );
+                }
+                rustix::fs::fchmod(file, Mode::from_raw_mode(stat.st_mode & 0o777))
+                    .map_err(|err| fail("setting its mode", err.into()))?;
+            }
+            Err(Errno::NOENT) => {}
+            Err(err) => return Err(fail("looking at it", err.into())),
+        }
+        file.sync_all().map_err(|err| fail("writing it", err))?;
+        let temp = match &self.named {
+            Some(temp) => temp.clone(),
+            None => link_unnamed(file, &self.dir).map_err(|err| fail("naming it", err.into()))?,
+        };
+        if let Err(err) = rustix::fs::renameat(&self.dir, &temp, &self.dir, &self.name) {
+            let _ = rustix::fs::unlinkat(&self.dir, &temp, AtFlags::empty());
+            self.named = None;
+            return Err(fail("renaming it into place", err.into()));
+        }
+        self.named = None;
+        // The rename itself on disk; a filesystem that cannot is no reason
+        // to fail a delivery that happened.
+        if let Ok(dir) = rustix::fs::openat(
+            &self.dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            let _ = rustix::fs::fsync(dir);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        if let Some(temp) = self.named.take() {
+            let _ = rustix::fs::unlinkat(&self.dir, &temp, AtFlags::empty());
+        }
+    }
+}
+
+/// What stands at `name` in `dir` may be replaced: nothing, or a regular
+/// file (a symbolic link is not followed, and not replaced either).
+fn check_replaceable(dir: &OwnedFd, name: &OsStr) -> std::result::Result<(), String> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => {
+            let kind = FileType::from_raw_mode(stat.st_mode);
+            if kind == FileType::RegularFile {
+                Ok(())
+            } else {
+                Err(format!(
+                    "is {}, not a regular file: -o replaces only a regular file",
+                    kind_name(kind)
+                ))
+            }
+        }
+        Err(Errno::NOENT) => Ok(()),
+        Err(err) => Err(error_text(&err.into())),
+    }
+}
+
+fn kind_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "not a file retry knows",
+    }
+}
+
+/// An unnamed file in `dir`, mode 0644 under the umask.
+fn create_unnamed(dir: &OwnedFd) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(NEW_FILE_MODE),
+    )
+}
+
+/// A new `.retry-out-RANDOM.tmp` in `dir`, mode 0644 under the umask.
+fn create_named(dir: &OwnedFd) -> rustix::io::Result<(OwnedFd, OsString)> {
+    let mut tries = 0;
+    loop {
+        let temp = temp_name();
+        match rustix::fs::openat(
+            dir,
+            &temp,
+            OFlags::CREATE
+                | OFlags::EXCL
+                | OFlags::RDWR
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC
+                | OFlags::NOCTTY,
+            Mode::from_raw_mode(NEW_FILE_MODE),
+        ) {
+            Ok(fd) => return Ok((fd, temp)),
+            Err(Errno::EXIST) if tries < 16 => tries += 1,
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Give the unnamed `file` a random name in `dir`. Through `/proc` as any
+/// user may; with `AT_EMPTY_PATH` (which needs `CAP_DAC_READ_SEARCH`) where
+/// `/proc` is not mounted.
+fn link_unnamed(file: &File, dir: &OwnedFd) -> rustix::io::Result<OsString> {
+    use std::os::fd::AsRawFd;
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let mut tries = 0;
+    loop {
+        let temp = temp_name();
+        let linked = match rustix::fs::linkat(
+            rustix::fs::CWD,
+            &proc_path,
+            dir,
+            &temp,
+            AtFlags::SYMLINK_FOLLOW,
+        ) {
+            Err(Errno::NOENT) => rustix::fs::linkat(file, "", dir, &temp, AtFlags::EMPTY_PATH),
+            other => other,
+        };
+        match linked {
+            Ok(()) => return Ok(temp),
+            Err(Errno::EXIST) if tries < 16 => tries += 1,
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+fn temp_name() -> OsString {
+    format!("{TEMP_PREFIX}{:016x}{TEMP_SUFFIX}", rand::random::<u64>()).into()
+}
+
+/// Remove the named temporary files that runs killed in `dir` left behind:
+/// ours by name and owner, older than a minute, and locked by no live run.
+fn clean_stale(dir: &OwnedFd) {
+    let Ok(listing) = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return;
+    };
+    let Ok(entries) = rustix::fs::Dir::new(listing) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    for entry in entries.flatten() {
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        let bytes = name.as_bytes();
+        if !(bytes.starts_with(TEMP_PREFIX.as_bytes()) && bytes.ends_with(TEMP_SUFFIX.as_bytes())) {
+            continue;
+        }
+        let Ok(fd) = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let Ok(stat) = rustix::fs::fstat(&fd) else {
+            continue;
+        };
+        let modified = Duration::from_secs(u64::try_from(stat.st_mtime).unwrap_or(0));
+        let stale = FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+            && stat.st_uid == me
+            && now.saturating_sub(modified) > STALE_AFTER;
+        if stale && rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+        }
+    }
+}
+
+fn plural_bytes(bytes: u64) -> String {
+    if bytes == 1 {
+        "1 byte".to_string()
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// An I/O error in words and by name: `No space left on device (ENOSPC)`.
+pub(crate) fn error_text(err: &io::Error) -> String {
+    let Some(code) = err.raw_os_error() else {
+        return err.to_string();
+    };
+    let words = io::Error::from_raw_os_error(code).to_string();
+    // "No space left on device (os error 28)" -> "No space left on device"
+    let words = words
+        .rsplit_once(" (os error")
+        .map_or(words.as_str(), |(text, _)| text)
+        .to_string();
+    match errno_name(code) {
+        Some(name) => format!("{words} ({name})"),
+        None => format!("{words} (errno {code})"),
+    }
+}
+
+fn errno_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ELOOP => "ELOOP",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ESTALE => "ESTALE",
+        libc::EDQUOT => "EDQUOT",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn errors_are_named_in_words_and_by_errno() {
+        let full = io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(error_text(&full), "No space left on device (ENOSPC)");
+        let eio = io::Error::from_raw_os_error(libc::EIO);
+        assert_eq!(error_text(&eio), "Input/output error (EIO)");
+    }
+
+    #[test]
+    fn both_ways_of_holding_replace_the_file_and_leave_nothing_else() {
+        for unnamed in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("out");
+            std::fs::write(&path, "old\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+            let held = HeldStdout::output_with(&path, unnamed).unwrap();
+            assert_eq!(listing(dir.path()).len(), if unnamed { 1 } else { 2 });
+            held.reset().unwrap();
+            held.file().write_all(b"new\n").unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+            held.deliver().unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o640, "unnamed: {unnamed}");
+            assert_eq!(listing(dir.path()), ["out"]);
+        }
+    }
+
+    #[test]
+    fn a_named_temporary_file_is_removed_when_the_run_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let held = HeldStdout::output_with(&path, false).unwrap();
+        held.file().write_all(b"partial").unwrap();
+        assert!(held.dropped().unwrap().contains("was not created"));
+        drop(held);
+        assert!(listing(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn stale_temporary_files_go_and_live_or_fresh_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = SystemTime::now() - Duration::from_secs(600);
+        let stale = dir.path().join(".retry-out-stale.tmp");
+        File::create(&stale).unwrap().set_modified(old).unwrap();
+        let fresh = dir.path().join(".retry-out-fresh.tmp");
+        File::create(&fresh).unwrap();
+        let live = dir.path().join(".retry-out-live.tmp");
+        let held_open = File::create(&live).unwrap();
+        held_open.set_modified(old).unwrap();
+        rustix::fs::flock(&held_open, FlockOperation::NonBlockingLockExclusive).unwrap();
+        let other = dir.path().join("unrelated.tmp");
+        File::create(&other).unwrap().set_modified(old).unwrap();
+
+        let _held = HeldStdout::output_with(&dir.path().join("out"), true).unwrap();
+        assert_eq!(
+            listing(dir.path()),
+            [
+                ".retry-out-fresh.tmp",
+                ".retry-out-live.tmp",
+                "unrelated.tmp"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_a_regular_file_or_nothing_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = HeldStdout::output(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("is a directory"), "{err}");
+        let err = HeldStdout::output(Path::new("/dev/null"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("is a character device"), "{err}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("target", &link).unwrap();
+        let err = HeldStdout::output(&link).err().unwrap().to_string();
+        assert!(err.contains("is a symbolic link"), "{err}");
+        let err = HeldStdout::output(&dir.path().join("missing/out"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("No such file or directory (ENOENT)"), "{err}");
+        assert!(HeldStdout::output(&dir.path().join("new")).is_ok());
+    }
+}
