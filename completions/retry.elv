@@ -57,7 +57,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --circuit-cooldown 'How long an opened circuit refuses runs before one run may probe'
             cand --circuit-max-cooldown 'Largest cooldown: each failed probe doubles it up to this'
             cand --stop-on-timeout 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
-            cand --scan-stdout 'Scan stdout as well as stderr for the output patterns'
+            cand --scan-stdout 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)'
             cand --retry-after 'Sleep as long as a ''Retry-After:'' header line in the scanned output says (implied by --preset curl)'
             cand --buffer-stdout 'Hold each attempt''s stdout apart and emit only a successful attempt''s; on give-up nothing is emitted, and the number of bytes dropped is said'
             cand --foreground 'Keep the child in retry''s process group even when not in a terminal''s foreground'

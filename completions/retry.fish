@@ -40,7 +40,7 @@ complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the ci
 complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
 complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
 complete -c retry -l stop-on-timeout -d 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
-complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns'
+complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'

@@ -100,8 +100,9 @@ pub(crate) fn run(
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
     let scan_stdout = scanning && output.scan_stdout;
-    // Both streams scanned and bound for the same file: one pipe for both.
-    let one_pipe = scan_stdout && output.same_file && output.stdout_spool.is_none();
+    // Output scanned and both streams bound for the same file: one pipe for
+    // both (and both scanned), so the file gets them in their exact order.
+    let one_pipe = scanning && output.same_file && output.stdout_spool.is_none();
     if scanning {
         let (source, sink) = output_pipe()?;
         jobs.push(PumpJob {

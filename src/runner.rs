@@ -291,7 +291,8 @@ impl<'a> Run<'a> {
         let output = OutputPlan {
             patterns: config.rules.patterns.as_ref(),
             scan_stdout: config.scan_stdout,
-            same_file: config.scan_stdout && crate::fd::same_file(own_fd(1), own_fd(2)),
+            same_file: config.rules.patterns.is_some()
+                && crate::fd::same_file(own_fd(1), own_fd(2)),
             stdout_spool: self.held.as_ref().map(HeldStdout::file),
         };
         let stdin = self.stdin.for_attempt()?;

@@ -1275,3 +1275,40 @@ fn held_stdout_on_a_full_disk_is_named_and_never_delivered() {
     assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "old\n");
     assert_eq!(listing(&disk.path), ["out"]);
 }
+
+#[test]
+fn one_file_for_both_streams_gets_exactly_the_bytes_and_order_it_would_without_retry() {
+    let dir = scratch();
+    // Partial lines on both streams, interleaved, with pauses so each piece
+    // is its own write.
+    let writer = script(
+        dir.path(),
+        "interleave",
+        "#!/bin/sh\nfor i in 1 2 3 4 5; do printf 'The reques' >&2; printf 'err body %s\\n' $i; \
+         printf 'ted URL returned error: 503\\n' >&2; done; exit 0\n",
+    );
+    let direct = dir.path().join("direct");
+    let through = dir.path().join("through");
+    let run = |command: String, out: &std::path::Path| {
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{command} >'{}' 2>&1", out.display()))
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    run(format!("'{}'", writer.display()), &direct);
+    run(
+        format!(
+            "'{BIN}' --retry-on-output 'never matches' -- '{}'",
+            writer.display()
+        ),
+        &through,
+    );
+    assert_eq!(
+        std::fs::read(&through).unwrap(),
+        std::fs::read(&direct).unwrap(),
+        "the file must get the same bytes in the same order"
+    );
+}
