@@ -13,7 +13,7 @@ complete -c retry -l retry-on-output -d 'A failed attempt whose output has a lin
 complete -c retry -l stop-on-output -d 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)' -r
 complete -c retry -l preset -d 'Rules for a known command: \'curl\' makes a `curl --fail` child retry like curl\'s own --retry' -r -f -a "curl\t'curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504'"
 complete -c retry -l max-retry-after -d 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning' -r
-complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from its start for each attempt, a pipe is inherited (never read ahead)'
+complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)'
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'
 inherit\t'Handed to the child as it is'
 null\t'/dev/null'"

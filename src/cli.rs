@@ -27,9 +27,10 @@ const CIRCUIT: &str = "Circuit breaker (across runs)";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; the final attempt's own status when retries run out
-or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 125
-retry's own error; 126 not executable; 127 not found; death by signal N is
-passed on as signal N (a shell shows 128+N).
+or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 75 a
+--circuit is open and nothing ran; 125 retry's own error (usage, state,
+output that could not be delivered); 126 not executable; 127 not found;
+death by signal N is passed on as signal N (a shell shows 128+N).
 
 The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
 RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or

@@ -35,6 +35,8 @@ pub(crate) enum Mode {
 #[derive(Debug)]
 pub(crate) struct Config {
     pub(crate) mode: Mode,
+    /// Flags that are valid but probably not what was meant, said at start.
+    pub(crate) warnings: Vec<String>,
     pub(crate) command: Vec<OsString>,
     pub(crate) policy: Policy,
     /// `None`: unlimited.
@@ -188,8 +190,18 @@ impl Config {
             },
         });
 
+        let mut warnings = Vec::new();
+        if cli.delay > cli.cap {
+            warnings.push(format!(
+                "--delay {} is longer than --cap {}: the cap wins, every sleep is at most {}",
+                humantime::format_duration(cli.delay),
+                humantime::format_duration(cli.cap),
+                humantime::format_duration(cli.cap)
+            ));
+        }
         Ok(Config {
             mode,
+            warnings,
             command: cli.command,
             policy: Policy {
                 delay: cli.delay,

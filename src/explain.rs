@@ -60,19 +60,39 @@ fn simulated_means(policy: &Policy, count: u64) -> Vec<Duration> {
         .collect()
 }
 
-/// `-v`: the policy in one line, at the start of a run.
-pub(crate) fn policy_line(config: &Config) -> String {
+/// `1 attempt`, `5 attempts`, `unlimited attempts`.
+fn attempts_text(attempts: Option<u64>) -> String {
+    match attempts {
+        Some(1) => "1 attempt".to_string(),
+        Some(n) => format!("{n} attempts"),
+        None => "unlimited attempts".to_string(),
+    }
+}
+
+/// The policy in words: `5 attempts; delay 1s, x2 per retry, cap 30s, full
+/// jitter` (`no jitter` for none).
+fn policy_words(config: &Config) -> String {
     let policy = &config.policy;
+    let jitter = match policy.jitter {
+        Jitter::None => "no jitter".to_string(),
+        jitter => format!("{jitter} jitter"),
+    };
     let mut text = format!(
-        "policy: {} attempts; delay {}, x{} per retry, cap {}, {} jitter",
-        config
-            .attempts
-            .map_or("unlimited".to_string(), |n| n.to_string()),
+        "{}; delay {}, x{} per retry, cap {}, {jitter}",
+        attempts_text(config.attempts),
         human(policy.delay),
         policy.multiplier,
         human(policy.cap),
-        policy.jitter
     );
+    if !config.splay.is_zero() {
+        text.push_str(&format!("; splay {}", human(config.splay)));
+    }
+    text
+}
+
+/// `-v`: the policy in one line, at the start of a run.
+pub(crate) fn policy_line(config: &Config) -> String {
+    let mut text = format!("policy: {}", policy_words(config));
     if let Some(max_time) = config.max_time {
         text.push_str(&format!("; max-time {}", human(max_time)));
     }
@@ -85,16 +105,10 @@ pub(crate) fn policy_line(config: &Config) -> String {
 pub(crate) fn render(config: &Config) -> String {
     let policy = &config.policy;
     let mut out = String::new();
-    let attempts = config
-        .attempts
-        .map_or("unlimited".to_string(), |n| n.to_string());
     let _ = writeln!(
         out,
-        "Schedule: {attempts} attempts; delay {}, x{} per retry, cap {}, {} jitter{}",
-        human(policy.delay),
-        policy.multiplier,
-        human(policy.cap),
-        policy.jitter,
+        "Schedule: {}{}",
+        policy_words(config),
         config
             .max_time
             .map_or(String::new(), |t| format!("; max-time {}", human(t)))
@@ -103,6 +117,17 @@ pub(crate) fn render(config: &Config) -> String {
         out,
         "Sleeps only; each attempt's own run time comes on top."
     );
+    for warning in &config.warnings {
+        let _ = writeln!(out, "Note: {warning}.");
+    }
+    if !config.splay.is_zero() {
+        let _ = writeln!(
+            out,
+            "Splay: a random sleep under {} before the first attempt (mean {}), counted in the totals.",
+            human(config.splay),
+            human(config.splay / 2)
+        );
+    }
     if policy.jitter == Jitter::Decorrelated {
         let _ = writeln!(
             out,
@@ -122,7 +147,7 @@ pub(crate) fn render(config: &Config) -> String {
         "retry", "after attempt", "ceiling", "expected sleep", "worst total", "mean total"
     );
     let (mut worst_total, mut mean_total, mut least_total) =
-        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        (config.splay, config.splay / 2, Duration::ZERO);
     let mut ending = None;
     let mut warned_max_time = false;
     for (index, row) in table.iter().enumerate() {

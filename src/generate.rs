@@ -123,8 +123,8 @@ const EXAMPLES: &[(&str, &str)] = &[
         "From cron: spread a fleet's start over five minutes, give up after half an hour, and leave a metrics file for node_exporter's textfile collector.",
     ),
     (
-        "retry --stop-on-output 'no space left' --retry-on-output 'connection reset' -- rsync -a src/ host:dst/",
-        "Decide by what the command prints on stderr.",
+        "retry --stop-on-output '(?i)no space left' --retry-on-output '(?i)connection reset' -- rsync -a src/ host:dst/",
+        "Decide by what the command prints on stderr. Patterns are case-sensitive; (?i) at the start makes one case-insensitive (rsync prints \"No space left on device\").",
     ),
     (
         "retry --explain --delay 1s --cap 30s --attempts 5",

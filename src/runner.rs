@@ -79,6 +79,9 @@ pub(crate) fn run(
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id)?;
     reporter.policy(&crate::explain::policy_line(config));
+    for warning in &config.warnings {
+        reporter.warning("policy", warning);
+    }
     if let Some(warning) = nested_warning(config.attempts) {
         reporter.warning("nested", &warning);
     }

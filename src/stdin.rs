@@ -34,7 +34,7 @@ const CHUNK: usize = 64 * 1024;
 /// `--stdin`: what each attempt reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum StdinMode {
-    /// A terminal is inherited, a file is re-read from its start for each attempt, a pipe is inherited (never read ahead)
+    /// A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)
     Auto,
     /// Every attempt reads the same complete input (a pipe is spooled to disk)
     Replay,

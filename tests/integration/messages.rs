@@ -330,3 +330,61 @@ fn usage_errors_honour_the_log_format_and_the_log_file() {
     assert!(text.contains(" retry: error: --splay 5s"), "{text}");
     assert!(!marker.exists(), "nothing may run after a usage error");
 }
+
+#[test]
+fn explain_counts_the_splay_and_speaks_plainly() {
+    let explain = |args: &[&str]| {
+        let out = retry().arg("--explain").args(args).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let one = explain(&["-n", "1", "-j", "none"]);
+    assert!(one.contains("1 attempt;"), "{one}");
+    assert!(one.contains("no jitter"), "{one}");
+    assert!(
+        !one.contains("1 attempts") && !one.contains("none jitter"),
+        "{one}"
+    );
+    let splayed = explain(&["-n", "3", "-j", "none", "-d", "1s", "--splay", "10s"]);
+    // Sleeps 1s + 2s, plus a splay of up to 10s (mean 5s).
+    assert!(
+        splayed.contains("worst case 13s of sleep, mean 8s"),
+        "{splayed}"
+    );
+    let capped = explain(&["-d", "2s", "-c", "1s"]);
+    assert!(capped.contains("the cap wins"), "{capped}");
+}
+
+#[test]
+fn a_delay_longer_than_the_cap_is_said_at_the_start() {
+    let out = retry()
+        .args(["-n", "1", "-d", "2s", "-c", "1s", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--delay 2s is longer than --cap 1s"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_help_lists_every_exit_status_and_the_stdin_offset() {
+    let out = retry().arg("--help").output().unwrap();
+    // Wrapped to the terminal: compare with the white space folded.
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for needle in [
+        "124 timed out",
+        "75 a",
+        "125",
+        "126",
+        "127",
+        "offset it had when retry started",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+}
