@@ -68,49 +68,21 @@ fn done_tells_a_timeout_from_exit_124_and_a_sigterm_death_from_exit_143() {
 
 #[test]
 fn a_timed_out_attempt_is_judged_only_as_timed_out() {
+    // Attempts that sleep past a 100 ms timeout, with `rules` added.
+    let timing_out = |attempts: &str, rules: &[&str]| {
+        let mut args = vec!["-n", attempts, "-d", "1ms", "-T", "100ms"];
+        args.extend_from_slice(rules);
+        args.extend_from_slice(&["--", "sleep", "5"]);
+        json_run(&args)
+    };
     // --stop-on-exit 124 does not stop a timed-out attempt: it is retried.
-    let (_, events) = json_run(&[
-        "-n",
-        "2",
-        "-d",
-        "1ms",
-        "-T",
-        "100ms",
-        "--stop-on-exit",
-        "124",
-        "--",
-        "sleep",
-        "5",
-    ]);
+    let (_, events) = timing_out("2", &["--stop-on-exit", "124"]);
     assert_eq!(events.last().unwrap()["attempts"], 2);
     // --retry-on-exit 75 does not make it permanent either.
-    let (_, events) = json_run(&[
-        "-n",
-        "2",
-        "-d",
-        "1ms",
-        "-T",
-        "100ms",
-        "--retry-on-exit",
-        "75",
-        "--",
-        "sleep",
-        "5",
-    ]);
+    let (_, events) = timing_out("2", &["--retry-on-exit", "75"]);
     assert_eq!(events.last().unwrap()["attempts"], 2);
     // --stop-on-timeout does.
-    let (out, events) = json_run(&[
-        "-n",
-        "3",
-        "-d",
-        "1ms",
-        "-T",
-        "100ms",
-        "--stop-on-timeout",
-        "--",
-        "sleep",
-        "5",
-    ]);
+    let (out, events) = timing_out("3", &["--stop-on-timeout"]);
     assert_eq!(out.status.code(), Some(124));
     let done = events.last().unwrap();
     assert_eq!(done["attempts"], 1);
