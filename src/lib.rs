@@ -3,12 +3,12 @@
 //! everything, so that benchmarks and tests drive the very same code (the
 //! contention simulation uses `backoff`). Only what they need is public.
 //!
-//! Rooms, from the bottom up (a room imports only rooms below it):
+//! Rooms, from the bottom up (a room imports only rooms below it;
+//! `tests/integration/house.rs` checks it):
 //! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
-//! `hint`, `child` -
-//! `output`, `rules`, `classify`, `decision`, `stdin`, `deliver` - `attempt`, `report`,
-//! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
-//! `metrics` - `app`.
+//! `hint`, `child` - `output`, `rules`, `classify`, `decision`, `stdin`,
+//! `deliver` - `attempt`, `report`, `preset`, `circuit`, `generate` - `cli` -
+//! `config` - `explain`, `runner`, `metrics` - `app`.
 
 pub mod app;
 mod attempt;
