@@ -5,13 +5,16 @@
     python3 benches/run.py --quick    # smaller data and fewer runs, for a try-out
     python3 benches/run.py --only one,attempts   # some sections; prints only
     python3 benches/run.py --only peers          # retry against its peers
+    python3 benches/run.py --only scan,patterns --binary /tmp/old-retry
+                                      # measure another build (no cargo build)
 
 Sections: one (a single successful attempt), attempts (per-attempt cost),
-scan (scanning throughput and memory), replay (stdin replay), sleep (sleep
-accuracy), occ (real contention against a local optimistic-concurrency
-server), sim (Brooker's simulation, `cargo bench --bench contention`), peers
-(retry side by side with the other retry tools, which it first installs
-under target/peers without touching the system: see install_peers).
+scan (scanning throughput and memory), patterns (scanning with 50 Unicode
+class patterns), replay (stdin replay), sleep (sleep accuracy), occ (real
+contention against a local optimistic-concurrency server), sim (Brooker's
+simulation, `cargo bench --bench contention`), peers (retry side by side with
+the other retry tools, which it first installs under target/peers without
+touching the system: see install_peers).
 
 Every figure is a median over several runs; wall time comes from a monotonic
 clock around posix_spawn/wait4, peak RSS from wait4's rusage (the largest
@@ -374,6 +377,58 @@ def bench_scan(report, runs, data, size):
     report.add("Scanning throughput and memory", "\n".join(rows))
 
 
+def make_text(directory, size):
+    """Lines of words, ASCII and not (Latin-1, Greek, CJK), a few of which
+    end in digits, so that some of the 50 patterns below match; fixed seed."""
+    import random
+
+    rng = random.Random(14)
+    words = ["alpha", "beta", "retry", "output", "scan", "error", "fatal", "x1", "y22", "v50",
+             "Über", "naïve", "données", "λόγος", "日本語", "straße", "Größe7", "wort", "z", "ok"]
+    path = os.path.join(directory, "words")
+    with open(path, "w", encoding="utf-8") as f:
+        written = 0
+        while written < size:
+            line = " ".join(rng.choice(words) for _ in range(rng.randint(2, 14))) + "\n"
+            f.write(line)
+            written += len(line.encode())
+    base64 = os.path.join(directory, "base64")
+    subprocess.run(sh(f"head -c {size * 3 // 4} /dev/urandom | base64 > {base64}"), check=True)
+    return {"base64 text": base64, "words (some non-ASCII)": path}
+
+
+def bench_patterns(report, runs, data, size):
+    """Issue 14: 50 patterns with Unicode classes, `\\w+\\s+\\p{L}+N$`."""
+    flags = []
+    for i in range(1, 51):
+        flags += ["--retry-on-output", rf"\w+\s+\p{{L}}+{i}$"]
+    rows = [
+        f"| input ({size // (1 << 20)} MiB) | baseline `cat` | retry | throughput | peak RSS |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    ok_speed, ok_memory = True, True
+    for label, path in data.items():
+        results = measure(
+            {
+                "cat": ["cat", path],
+                "retry": [RETRY, "-q", "-n", "1", *flags, "--scan-stdout", "--", "cat", path],
+            },
+            runs,
+        )
+        (base, _), (ours, rss) = results["cat"], results["retry"]
+        throughput = os.path.getsize(path) / ours / (1 << 20)
+        ok_speed &= throughput >= 100
+        ok_memory &= rss < 32 * 1024
+        digits = 0 if throughput >= 10 else 2
+        rows.append(f"| {label} | {ms(base)} | {ms(ours)} | {throughput:.{digits}f} MiB/s | {mib(rss)} |")
+    rows += [
+        "",
+        f"- at >= 100 MiB/s: {verdict(ok_speed)}; peak RSS < 32 MiB: {verdict(ok_memory)}",
+        f"- `retry -n 1 --retry-on-output '\\w+\\s+\\p{{L}}+N$'` for N = 1..50 `--scan-stdout -- cat FILE`, output to /dev/null; the wall time includes compiling the patterns; {runs} runs each, interleaved.",
+    ]
+    report.add("Scanning with 50 Unicode-class patterns", "\n".join(rows))
+
+
 def bench_replay(report, runs, data, size):
     path = data["random bytes"]
     child = "cat >/dev/null; exit 1"
@@ -491,10 +546,15 @@ def machine():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="one,attempts,peers,scan,replay,sleep,occ,sim")
+    parser.add_argument("--only", default="one,attempts,peers,scan,patterns,replay,sleep,occ,sim")
+    parser.add_argument("--binary", help="measure this retry binary instead of building target/release/retry; prints only")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    if args.binary:
+        global RETRY
+        RETRY = os.path.abspath(args.binary)
+    else:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     report = Report()
     size = (256 << 20) if args.quick else GIB
     runs = 5 if args.quick else 15
@@ -511,13 +571,17 @@ def main():
                 bench_scan(report, 3 if args.quick else 5, data, size)
             if "replay" in only:
                 bench_replay(report, 3 if args.quick else 5, data, size)
+    if "patterns" in only:
+        with tempfile.TemporaryDirectory(prefix="retry-bench-") as directory:
+            text_size = (16 << 20) if args.quick else (64 << 20)
+            bench_patterns(report, 3 if args.quick else 5, make_text(directory, text_size), text_size)
     if "sleep" in only:
         bench_sleep(report, 100)
     if "occ" in only:
         bench_occ(report, [20] if args.quick else [20, 50], ["none", "full", "equal", "decorrelated"])
     if "sim" in only:
         bench_sim(report)
-    if args.quick or args.only != parser.get_default("only"):
+    if args.quick or args.binary or args.only != parser.get_default("only"):
         return
     path = os.path.join(ROOT, "BENCHMARKS.md")
     with open(path) as f:

@@ -7,15 +7,37 @@
 //! plus one line window; the part of a longer line past the window is not
 //! scanned.
 //!
-//! Speed: most chunks hold no matching line, so the scanner first asks a
-//! multi-line version of the pattern set whether anything in the chunk's
-//! complete lines could match, and only walks the lines when it could.
+//! What a pattern means is defined line by line: pattern `p` matched when
+//! `pattern.is_match(line)` for some line (cut to the window), whatever the
+//! chunking. Asking that of every line for every pattern would be slow, so
+//! the scanner works in three steps, each sound for any valid pattern:
+//!
+//! 1. `per_block`, one regex built from a *widened* form of every pattern
+//!    (see [`widen`]) finds, in a run of whole lines, the first line where
+//!    any pattern could match; most chunks have none and cost one search.
+//!    The widened form matches a superset of what the pattern matches in a
+//!    line and can never cross a line end, so a line it skips cannot match.
+//! 2. On that candidate line, `per_line` (the widened patterns as one
+//!    set) tells which patterns could match there.
+//! 3. Only those, when not matched already, are asked exactly, with the
+//!    pattern's own regex on the line alone.
+//!
+//! Widening also keeps the automata small: a Unicode class like `\w` or
+//! `\p{L}` becomes its ASCII part plus "a UTF-8 lead byte it can start with,
+//! then continuation bytes". Fifty such patterns as one exact set overflow
+//! the lazy DFA's cache and fall back to the slow NFA simulation (0.5 MiB/s);
+//! widened, the set stays on the lazy DFA.
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex::bytes::Regex;
+use regex_automata::{Input, MatchKind, PatternSet as Hits, meta};
+use regex_syntax::hir::{
+    Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
+    Repetition,
+};
 
 use crate::fd::{wait_readable, write_all_fd};
 
@@ -28,66 +50,192 @@ pub(crate) const CHUNK: usize = 256 * 1024;
 /// The patterns compiled once per run, shared by every pump.
 #[derive(Debug)]
 pub(crate) struct PatternSet {
-    /// How many patterns (the Retry-After pattern aside) the set numbers.
-    count: usize,
-    per_line: RegexSet,
-    /// The fast path: one multi-line regex, the alternation of every
-    /// pattern, asked once per chunk whether any line could match. `None`
-    /// when a pattern uses text anchors that would make it unsound. (One
-    /// `Regex` picks far better literal prefilters than a `RegexSet`: 17x
-    /// faster on `x_[0-9]{3}`.)
-    per_block: Option<Regex>,
-    /// Index in the sets of the Retry-After pattern, when it is wanted.
+    /// The patterns as given, numbered in order: step 3 asks them exactly.
+    patterns: Vec<Regex>,
+    /// Step 1: the alternation of every widened pattern, asked where the
+    /// first candidate line of a run of lines is. (One regex picks far
+    /// better literal prefilters than a set: 17x faster on `x_[0-9]{3}`.)
+    /// `None` if it could not be built: every line is then a candidate.
+    per_block: Option<meta::Regex>,
+    /// Step 2: the widened patterns as a set (pattern `i` is rule `i`, the
+    /// Retry-After pattern comes last). `None` if it could not be built:
+    /// every pattern is then asked exactly.
+    per_line: Option<meta::Regex>,
+    /// Index in `per_line` of the Retry-After pattern, when it is wanted.
     retry_after: Option<usize>,
     retry_after_value: Regex,
+    /// Some pattern matches an empty line. `per_block` finds every line
+    /// but one kind: the empty line between a `\r` and a `\n`, where its
+    /// CRLF-mode `^` and `$` never match; such lines are checked apart.
+    empty_line_matches: bool,
 }
 
 /// `Retry-After: 5`, also as `curl -v` prints it (`< Retry-After: 5`).
 const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
+/// What steps 1 and 2 look for in place of [`RETRY_AFTER`]: a line matching
+/// it contains this, and the literal keeps `per_block` on its fast search.
+const RETRY_AFTER_WIDENED: &str = "(?i:retry-after)";
+/// Compiled size limit of the widened automata (each user pattern is
+/// limited to 10 MiB on its own).
+const SIZE_LIMIT: usize = 64 * 1024 * 1024;
 
 impl PatternSet {
     /// Compile `patterns`, numbered in the order given, and the Retry-After
     /// header pattern when wanted.
     pub(crate) fn new(patterns: &[Regex], want_retry_after: bool) -> anyhow::Result<PatternSet> {
-        let mut sources: Vec<String> = patterns.iter().map(|p| p.as_str().to_string()).collect();
+        let patterns = patterns.to_vec();
+        let mut sources: Vec<&str> = patterns.iter().map(Regex::as_str).collect();
         let retry_after = want_retry_after.then(|| {
-            sources.push(RETRY_AFTER.to_string());
+            sources.push(RETRY_AFTER_WIDENED);
             sources.len() - 1
         });
-        let build = |sources: &[String]| {
-            RegexSetBuilder::new(sources)
-                .size_limit(64 * 1024 * 1024)
-                .build()
-        };
-        let per_line = build(&sources)?;
-        let anchored = sources
+        // Each source was accepted by the regex crate with its default
+        // flags, which these parser settings repeat (`regex::bytes`: no
+        // UTF-8 requirement); a failure only costs the fast path. One
+        // parser per source: a parser keeps the flags a bare `(?-u)` set
+        // for the next pattern it parses.
+        let widened: Option<Vec<Hir>> = sources
             .iter()
-            .any(|s| s.contains("\\A") || s.contains("\\z") || s.contains("(?-"));
-        let per_block = if anchored {
-            None
-        } else {
-            // A line matching the Retry-After pattern contains "retry-after";
-            // the looser form keeps the prefilter on its fast literal search.
-            let mut alternatives: Vec<String> = patterns
-                .iter()
-                .map(|p| format!("(?:{})", p.as_str()))
-                .collect();
-            if want_retry_after {
-                alternatives.push("(?i:retry-after)".to_string());
-            }
-            RegexBuilder::new(&format!("(?mR){}", alternatives.join("|")))
-                .size_limit(64 * 1024 * 1024)
-                .build()
-                .ok()
+            .map(|source| {
+                let mut parser = regex_syntax::ParserBuilder::new().utf8(false).build();
+                parser.parse(source).ok().map(widen)
+            })
+            .collect();
+        let config = meta::Config::new()
+            .utf8_empty(false)
+            .nfa_size_limit(Some(SIZE_LIMIT));
+        let (per_block, per_line) = match widened {
+            Some(hirs) => (
+                meta::Builder::new()
+                    .configure(config.clone())
+                    .build_from_hir(&Hir::alternation(hirs.clone()))
+                    .ok(),
+                meta::Builder::new()
+                    .configure(config.match_kind(MatchKind::All))
+                    .build_many_from_hir(&hirs)
+                    .ok(),
+            ),
+            None => (None, None),
         };
+        let empty_line_matches = patterns.iter().any(|p| p.is_match(b""));
         Ok(PatternSet {
-            count: patterns.len(),
-            per_line,
+            patterns,
             per_block,
+            per_line,
             retry_after,
             retry_after_value: Regex::new(RETRY_AFTER)?,
+            empty_line_matches,
         })
     }
+
+    /// How many rules steps 1 and 2 know: the patterns, then Retry-After.
+    fn rules(&self) -> usize {
+        self.patterns.len() + usize::from(self.retry_after.is_some())
+    }
+}
+
+/// A widened form of a pattern, for the prefilters: on any run of lines it
+/// matches within every line where the pattern matches that line alone,
+/// and it never matches across a line end. Both follow from the rewrite:
+///
+/// - no class or literal matches `\n` or `\r` any more (a literal holding
+///   one cannot match within a line: it fails);
+/// - `^` and `$` in any mode, `\A` and `\z` become CRLF-mode multi-line
+///   anchors, which hold at each line's start and end in the run (but one
+///   case, see `empty_line_matches`), as they do on the line alone;
+/// - ASCII word boundaries stay: the line end next to a line is a non-word
+///   byte, as the edge of the line alone is;
+/// - a Unicode class becomes its ASCII part or the lead bytes it can start
+///   with followed by continuation bytes (a superset; no automaton blow-up);
+/// - a Unicode word boundary is dropped (always true, a superset): the
+///   lazy DFA gives up on those when it meets a non-ASCII byte;
+/// - groups lose their captures; repetitions, concatenations and
+///   alternations keep their shape.
+fn widen(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => {
+            if literal.0.iter().any(|&byte| is_line_end(byte)) {
+                Hir::fail()
+            } else {
+                Hir::literal(literal.0)
+            }
+        }
+        HirKind::Class(Class::Bytes(mut class)) => {
+            class.difference(&ClassBytes::new([
+                ClassBytesRange::new(b'\n', b'\n'),
+                ClassBytesRange::new(b'\r', b'\r'),
+            ]));
+            Hir::class(Class::Bytes(class))
+        }
+        HirKind::Class(Class::Unicode(class)) => widen_unicode_class(class),
+        HirKind::Look(look) => match look {
+            Look::Start | Look::StartLF | Look::StartCRLF => Hir::look(Look::StartCRLF),
+            Look::End | Look::EndLF | Look::EndCRLF => Hir::look(Look::EndCRLF),
+            Look::WordAscii
+            | Look::WordAsciiNegate
+            | Look::WordStartAscii
+            | Look::WordEndAscii
+            | Look::WordStartHalfAscii
+            | Look::WordEndHalfAscii => Hir::look(look),
+            Look::WordUnicode
+            | Look::WordUnicodeNegate
+            | Look::WordStartUnicode
+            | Look::WordEndUnicode
+            | Look::WordStartHalfUnicode
+            | Look::WordEndHalfUnicode => Hir::empty(),
+        },
+        HirKind::Repetition(repetition) => Hir::repetition(Repetition {
+            sub: Box::new(widen(*repetition.sub)),
+            ..repetition
+        }),
+        HirKind::Capture(capture) => widen(*capture.sub),
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(widen).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(widen).collect()),
+    }
+}
+
+/// A class of Unicode scalar values (matched as UTF-8) as bytes: its ASCII
+/// members but `\n` and `\r`, or one of the lead bytes its 2-, 3- and
+/// 4-byte encodings start with, followed by that many continuation bytes.
+fn widen_unicode_class(mut class: ClassUnicode) -> Hir {
+    class.difference(&ClassUnicode::new([
+        ClassUnicodeRange::new('\n', '\n'),
+        ClassUnicodeRange::new('\r', '\r'),
+    ]));
+    let mut ascii = ClassBytes::empty();
+    let mut leads = [
+        ClassBytes::empty(),
+        ClassBytes::empty(),
+        ClassBytes::empty(),
+    ];
+    for range in class.iter() {
+        for sequence in regex_syntax::utf8::Utf8Sequences::new(range.start(), range.end()) {
+            let first = sequence.as_slice()[0];
+            let bytes = ClassBytesRange::new(first.start, first.end);
+            match sequence.len() {
+                1 => ascii.push(bytes),
+                len => leads[len - 2].push(bytes),
+            }
+        }
+    }
+    let continuation = ClassBytes::new([ClassBytesRange::new(0x80, 0xBF)]);
+    let mut alternatives = vec![Hir::class(Class::Bytes(ascii))];
+    for (count, lead) in (1u32..).zip(leads) {
+        if lead.ranges().is_empty() {
+            continue;
+        }
+        alternatives.push(Hir::concat(vec![
+            Hir::class(Class::Bytes(lead)),
+            Hir::repetition(Repetition {
+                min: count,
+                max: Some(count),
+                greedy: true,
+                sub: Box::new(Hir::class(Class::Bytes(continuation.clone()))),
+            }),
+        ]));
+    }
+    Hir::alternation(alternatives)
 }
 
 /// What the scanner saw in one stream of one attempt.
@@ -118,10 +266,34 @@ pub(crate) struct Scanner<'a> {
     set: &'a PatternSet,
     line: Vec<u8>,
     result: ScanResult,
+    /// This scanner's own search state for the prefilters (no pool).
+    block_cache: Option<meta::Cache>,
+    line_cache: Option<meta::Cache>,
+    hits: Hits,
+    /// Patterns not matched yet: at 0 (and no Retry-After wanted) nothing
+    /// more can be learnt from the stream.
+    unmatched: usize,
 }
 
 fn is_line_end(byte: u8) -> bool {
     byte == b'\n' || byte == b'\r'
+}
+
+/// The first line of `block` longer than [`LINE_WINDOW`], as its start and
+/// end (the index of its line end, or the block's length).
+fn long_line(block: &[u8]) -> Option<(usize, usize)> {
+    let mut start = 0;
+    while block.len() - start > LINE_WINDOW {
+        if let Some(end) = memchr::memrchr2(b'\n', b'\r', &block[start..=start + LINE_WINDOW]) {
+            start += end + 1;
+        } else {
+            let from = start + LINE_WINDOW + 1;
+            let end =
+                memchr::memchr2(b'\n', b'\r', &block[from..]).map_or(block.len(), |i| from + i);
+            return Some((start, end));
+        }
+    }
+    None
 }
 
 impl<'a> Scanner<'a> {
@@ -130,13 +302,20 @@ impl<'a> Scanner<'a> {
             set,
             line: Vec::new(),
             result: ScanResult {
-                matched: vec![false; set.count],
+                matched: vec![false; set.patterns.len()],
                 retry_after: None,
             },
+            block_cache: set.per_block.as_ref().map(meta::Regex::create_cache),
+            line_cache: set.per_line.as_ref().map(meta::Regex::create_cache),
+            hits: Hits::new(set.rules()),
+            unmatched: set.patterns.len(),
         }
     }
 
     pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
+        if self.unmatched == 0 && self.set.retry_after.is_none() {
+            return;
+        }
         let Some(first_end) = memchr::memchr2(b'\n', b'\r', chunk) else {
             self.keep(chunk);
             return;
@@ -168,37 +347,100 @@ impl<'a> Scanner<'a> {
 
     fn finish_line(&mut self) {
         let line = std::mem::take(&mut self.line);
-        self.scan_line(&line);
+        self.scan_lines(&line);
         self.line = line;
         self.line.clear();
     }
 
-    fn scan_block(&mut self, block: &[u8]) {
-        if let Some(per_block) = &self.set.per_block
-            && !per_block.is_match(block)
-        {
+    /// Whole lines, separated by line ends. A line longer than the window
+    /// is matched by its window only, so it is cut out of the run.
+    fn scan_block(&mut self, mut block: &[u8]) {
+        while let Some((start, end)) = long_line(block) {
+            if start > 0 {
+                self.scan_lines(&block[..start - 1]);
+            }
+            self.scan_lines(&block[start..start + LINE_WINDOW]);
+            if end == block.len() {
+                return;
+            }
+            block = &block[end + 1..];
+        }
+        self.scan_lines(block);
+    }
+
+    /// Lines separated by line ends, none longer than the window.
+    fn scan_lines(&mut self, block: &[u8]) {
+        if self.set.per_block.is_none() {
+            for line in block.split(|&b| is_line_end(b)) {
+                self.check_line(line);
+            }
             return;
         }
-        for line in block.split(|&b| is_line_end(b)) {
-            self.scan_line(&line[..line.len().min(LINE_WINDOW)]);
+        if self.set.empty_line_matches && memchr::memmem::find(block, b"\r\n").is_some() {
+            self.check_line(b"");
+        }
+        let mut at = 0;
+        while let Some(found) = self.next_candidate(block, at) {
+            // The leftmost match lies in the first line that has one (no
+            // match crosses a line end); its end is in that line too.
+            let start =
+                memchr::memrchr2(b'\n', b'\r', &block[at..found]).map_or(at, |i| at + i + 1);
+            let end =
+                memchr::memchr2(b'\n', b'\r', &block[found..]).map_or(block.len(), |i| found + i);
+            self.check_line(&block[start..end]);
+            if end == block.len() {
+                return;
+            }
+            at = end + 1;
         }
     }
 
-    fn scan_line(&mut self, line: &[u8]) {
-        for index in &self.set.per_line.matches(line) {
-            if Some(index) == self.set.retry_after {
-                if let Some(value) = self
-                    .set
-                    .retry_after_value
-                    .captures(line)
-                    .and_then(|c| c.get(1))
-                {
-                    self.result.retry_after =
-                        Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+    /// Step 1: where the leftmost widened match from `at` on ends.
+    fn next_candidate(&mut self, block: &[u8], at: usize) -> Option<usize> {
+        let (Some(per_block), Some(cache)) = (&self.set.per_block, self.block_cache.as_mut())
+        else {
+            return None;
+        };
+        per_block
+            .search_half_with(cache, &Input::new(block).range(at..))
+            .map(|found| found.offset())
+    }
+
+    /// Steps 2 and 3 on one line (no line end in it, at most the window).
+    fn check_line(&mut self, line: &[u8]) {
+        let mut hits = std::mem::replace(&mut self.hits, Hits::new(0));
+        match (&self.set.per_line, self.line_cache.as_mut()) {
+            (Some(per_line), Some(cache)) => {
+                hits.clear();
+                per_line.which_overlapping_matches_with(cache, &Input::new(line), &mut hits);
+                for rule in hits.iter() {
+                    self.confirm(rule.as_usize(), line);
                 }
-            } else {
-                self.result.matched[index] = true;
             }
+            _ => {
+                for rule in 0..self.set.rules() {
+                    self.confirm(rule, line);
+                }
+            }
+        }
+        self.hits = hits;
+    }
+
+    /// Step 3: does rule `rule` really match `line`?
+    fn confirm(&mut self, rule: usize, line: &[u8]) {
+        if Some(rule) == self.set.retry_after {
+            if let Some(value) = self
+                .set
+                .retry_after_value
+                .captures(line)
+                .and_then(|c| c.get(1))
+            {
+                self.result.retry_after =
+                    Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+            }
+        } else if !self.result.matched[rule] && self.set.patterns[rule].is_match(line) {
+            self.result.matched[rule] = true;
+            self.unmatched -= 1;
         }
     }
 }
@@ -333,6 +575,8 @@ fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> 
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn set(stop: &[&str], retry: &[&str], retry_after: bool) -> PatternSet {
@@ -399,6 +643,339 @@ mod tests {
         let result = scanner.finish();
         // The window held only x's: the first line matched; "tail" was past it.
         assert_eq!(result.matched, [true, false]);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_window_matches_by_its_window_inside_a_chunk() {
+        // The long line lies between two line ends of one chunk, so it is
+        // in the middle of a run of whole lines, not in the line buffer.
+        let mut input = b"head\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', LINE_WINDOW));
+        input.extend_from_slice(b"tail\nend\n");
+        let window_only = set(&["^x+$"], &[], false);
+        let past_window = set(&["tail"], &["^end$"], false);
+        for chunk in [input.len(), CHUNK, LINE_WINDOW + 1, 4096] {
+            // Its window holds only x's; "tail" lies past the window.
+            let result = scan_in_chunks(&window_only, &input, chunk);
+            assert_eq!(result.matched, [true], "chunk size {chunk}");
+            let result = scan_in_chunks(&past_window, &input, chunk);
+            assert_eq!(result.matched, [false, true], "chunk size {chunk}");
+        }
+    }
+
+    #[test]
+    fn mixed_flag_groups_keep_their_anchors_on_every_line() {
+        // Issue 13, item 4: missed unless on the first line of a run.
+        let set = set(
+            &[r"(?i-m)^fatal", r"(?s-m)^a.b$"],
+            &[r"(?x-m) ^ f a t a l $"],
+            false,
+        );
+        let input = b"start\nmore\nFATAL: disk\naxb\nfatal\n";
+        for chunk in [1, 3, input.len()] {
+            let result = scan_in_chunks(&set, input, chunk);
+            assert_eq!(result.matched, [true, true, true], "chunk size {chunk}");
+        }
+        let result = scan_in_chunks(&set, b"start\nno fatal\na\nb\n fatal\n", 100);
+        assert_eq!(result.matched, [false, false, false]);
+    }
+
+    #[test]
+    fn a_bare_flag_switch_stays_in_its_own_pattern() {
+        // A regex-syntax parser reused for the next pattern would keep
+        // `(?-u)` on and read `(?i)É` as bytes, missing "é".
+        let set = set(&[r"(?-u)\xff", "(?i)É"], &[], false);
+        assert_eq!(
+            scan_in_chunks(&set, "é\n".as_bytes(), 100).matched,
+            [false, true]
+        );
+    }
+
+    #[test]
+    fn the_empty_line_of_a_crlf_pair_is_a_line() {
+        let set = set(&["^$"], &[r"^\s*$"], false);
+        for input in [&b"a\nb\r\nc\n"[..], b"a\r\nb\n", b"\r\n"] {
+            for chunk in [1, 2, 100] {
+                let result = scan_in_chunks(&set, input, chunk);
+                assert_eq!(
+                    result.matched,
+                    [true, true],
+                    "{input:?} in chunks of {chunk}"
+                );
+            }
+        }
+        assert_eq!(
+            scan_in_chunks(&set, b"a\nb\rc\n", 100).matched,
+            [false, false]
+        );
+    }
+
+    #[test]
+    fn fifty_unicode_class_patterns_match_exactly() {
+        let sources: Vec<String> = (1..=50).map(|i| format!(r"\w+\s+\p{{L}}+{i}$")).collect();
+        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let set = set(&[], &sources, false);
+        let input =
+            "été 17\nnaïve Größe7\r日本 語x12\nwort wörter50\nabc déf3 \nab c1x\n".repeat(50);
+        let result = scan_in_chunks(&set, input.as_bytes(), 1000);
+        let expected: Vec<bool> = (1..=50).map(|i| [7, 12, 50].contains(&i)).collect();
+        assert_eq!(result.matched, expected);
+    }
+
+    /// What the contract says: every line (`\n` or `\r` ends one; the
+    /// text after the last line end is a line when not empty), cut to the
+    /// window, matched alone by each pattern's own regex.
+    fn reference(sources: &[&str], retry_after: bool, input: &[u8]) -> ScanResult {
+        let regexes: Vec<Regex> = sources.iter().map(|s| Regex::new(s).unwrap()).collect();
+        let header = Regex::new(RETRY_AFTER).unwrap();
+        let mut lines: Vec<&[u8]> = input.split(|&b| b == b'\n' || b == b'\r').collect();
+        if lines.last().is_some_and(|line| line.is_empty()) {
+            lines.pop();
+        }
+        let mut result = ScanResult {
+            matched: vec![false; regexes.len()],
+            retry_after: None,
+        };
+        for line in lines {
+            let line = &line[..line.len().min(LINE_WINDOW)];
+            for (matched, regex) in result.matched.iter_mut().zip(&regexes) {
+                *matched |= regex.is_match(line);
+            }
+            if retry_after && let Some(value) = header.captures(line).and_then(|c| c.get(1)) {
+                result.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+            }
+        }
+        result
+    }
+
+    fn scan_in_pieces(set: &PatternSet, input: &[u8], sizes: &[usize]) -> ScanResult {
+        let mut scanner = Scanner::new(set);
+        let mut rest = input;
+        for &size in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (piece, tail) = rest.split_at(size.min(rest.len()));
+            scanner.feed(piece);
+            rest = tail;
+        }
+        scanner.finish()
+    }
+
+    /// The flags a group can set or clear.
+    const FLAGS: [char; 7] = ['i', 'm', 's', 'x', 'U', 'u', 'R'];
+
+    /// Pattern bodies that flags change: anchors, dots, classes holding
+    /// line ends, case, Unicode, whitespace, attempts to span lines.
+    const BODIES: &[&str] = &[
+        "^fatal",
+        "^fatal$",
+        "fatal$",
+        r"^a.b$",
+        "a.b",
+        "^.+$",
+        "^.*$",
+        r"a\sb",
+        r"a\s*$",
+        r"^\s*$",
+        "^$",
+        "^",
+        "$",
+        r"a[^a]b",
+        r"a\Sb",
+        r"a\Wb",
+        r"\bfatal\b",
+        r"\Bat",
+        r"\b",
+        r"\Afatal",
+        r"fatal\z",
+        r"\A\z",
+        r"\w+\s+\p{L}+1$",
+        r"\w+",
+        "é",
+        r"\bé",
+        "FATAL",
+        "a b # comment",
+        r"a\ b",
+        r"a.+?b",
+        r"a\nb",
+        r"a\r?\nb",
+        r"a$\n^b",
+        r"a(?:\r\n)?b",
+        r"[\r\n]",
+        "a.{0,3}b",
+        r"b$\r?^x",
+    ];
+
+    /// Patterns outside the flags-and-body scheme: scoped groups, group
+    /// switches mid-pattern, byte classes, word-boundary variants.
+    const OTHERS: &[&str] = &[
+        "(?m:^a)|b$",
+        "x(?-m:$)",
+        "(?m)a$(?-m)",
+        "(?m)^a(?-m:$)",
+        "(?i:F)atal",
+        "(?s:a.)b",
+        r"(?-u)\xff",
+        r"(?-u:.)x",
+        r"(?-u)[^a]",
+        r"(?-u)\bx",
+        r"(?-u:\b)x(?-u:\b)",
+        r"(?-u)[\x80-\xff]{2}",
+        r"[^\x00-\x7f]",
+        r"\p{Greek}",
+        r"^\p{L}+$",
+        r"(?i)É",
+        r"\b{start}a",
+        r"a\b{end}",
+        r"\b{start-half}x",
+        r"x\b{end-half}",
+        "[^x]*",
+        "x*",
+        r"\x0a",
+        r"1\s*$",
+        r"a\D",
+        r"(?m)^\s*$",
+        r"(?sm)^a.*b$",
+    ];
+
+    /// A flag group `(?on-off)` or `(?on-off:body)` over a body.
+    fn flagged() -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec(0u8..3, FLAGS.len()),
+            proptest::sample::select(BODIES),
+            any::<bool>(),
+        )
+            .prop_map(|(states, body, scoped)| {
+                let on: String = FLAGS
+                    .iter()
+                    .zip(&states)
+                    .filter(|(_, s)| **s == 1)
+                    .map(|(f, _)| *f)
+                    .collect();
+                let off: String = FLAGS
+                    .iter()
+                    .zip(&states)
+                    .filter(|(_, s)| **s == 2)
+                    .map(|(f, _)| *f)
+                    .collect();
+                let group = if off.is_empty() {
+                    on
+                } else {
+                    format!("{on}-{off}")
+                };
+                match (group.is_empty(), scoped) {
+                    (true, _) => body.to_string(),
+                    (false, true) => format!("(?{group}:{body})"),
+                    (false, false) => format!("(?{group}){body}"),
+                }
+            })
+            .prop_filter("the regex crate takes it", |source| {
+                Regex::new(source).is_ok()
+            })
+    }
+
+    fn pattern() -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => flagged(),
+            1 => proptest::sample::select(OTHERS).prop_map(str::to_string),
+        ]
+    }
+
+    /// Output made of pieces the patterns care about.
+    fn output() -> impl Strategy<Value = Vec<u8>> {
+        const PIECES: &[&[u8]] = &[
+            b"a",
+            b"b",
+            b"x",
+            b"1",
+            b"_",
+            b" ",
+            b"\t",
+            b"\x0b",
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"\n\r",
+            b"fatal",
+            b"FATAL",
+            b"Fatal",
+            b"at",
+            b"a b",
+            b"a\nb",
+            b"a\rb",
+            b"\xc3\xa9",
+            b"\xc3\x89",
+            b"\xce\xb1",
+            b"\xe6\x97\xa5",
+            b"\xff",
+            b"\xc3",
+            b"<",
+            b"Retry-After: 7",
+            b"retry-after:3",
+        ];
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..40)
+            .prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn scanning_matches_line_by_line_on_any_chunking(
+            sources in proptest::collection::vec(pattern(), 1..6),
+            retry_after in any::<bool>(),
+            input in output(),
+            sizes in proptest::collection::vec(1usize..12, 1..8),
+            whole in any::<bool>(),
+        ) {
+            let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+            let set = set(&sources, &[], retry_after);
+            let sizes = if whole { vec![input.len().max(1)] } else { sizes };
+            prop_assert_eq!(
+                scan_in_pieces(&set, &input, &sizes),
+                reference(&sources, retry_after, &input)
+            );
+        }
+    }
+
+    /// Lines just shorter and longer than the window, in chunks small and
+    /// large enough to hold them whole.
+    fn long_output() -> impl Strategy<Value = Vec<u8>> {
+        let long = (
+            LINE_WINDOW - 2..LINE_WINDOW + 3,
+            proptest::sample::select(vec![&b"x"[..], b"\xc3\xa9"]),
+        );
+        (output(), long, output()).prop_map(|(before, (count, piece), after)| {
+            let mut input = before;
+            input.extend(piece.iter().cycle().take(count));
+            input.extend_from_slice(&after);
+            input
+        })
+    }
+
+    proptest! {
+        // Each case scans a 64 KiB line: fewer cases.
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn lines_around_the_window_match_by_their_window(
+            sources in proptest::sample::subsequence(
+                vec![r"^x+$", "x$", "^é+$", "fatal", "a.b", r"\w$", "^$"],
+                1..3,
+            ),
+            input in long_output(),
+            sizes in proptest::collection::vec(
+                prop_oneof![1usize..5000, LINE_WINDOW - 10..CHUNK + 10],
+                1..4,
+            ),
+        ) {
+            let set = set(&sources, &[], false);
+            prop_assert_eq!(
+                scan_in_pieces(&set, &input, &sizes),
+                reference(&sources, false, &input)
+            );
+        }
     }
 
     #[test]

@@ -110,6 +110,47 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// `--budget-ratio`: a number in [0, 10], or a percentage (`20%`).
+pub fn parse_ratio(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let (number, scale) = match trimmed.strip_suffix('%') {
+        Some(number) => (number.trim(), 100.0),
+        None => (trimmed, 1.0),
+    };
+    let value = number
+        .parse::<f64>()
+        .map_err(|_| "expected a number such as 0.2 or a percentage such as 20%".to_string())?
+        / scale;
+    if !value.is_finite() || !(0.0..=10.0).contains(&value) {
+        return Err("must be between 0 and 10 (0% and 1000%)".into());
+    }
+    Ok(value)
+}
+
+/// `--budget-min`: a rate `N/UNIT` (`10/s`, `1/min`, `30/h`, `5/day`), as
+/// tokens per millisecond.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let invalid = || "expected a rate N/UNIT such as 10/s, 1/min, 30/h or 0/s".to_string();
+    let (count, unit) = text.trim().split_once('/').ok_or_else(invalid)?;
+    let count: f64 = count.trim().parse().map_err(|_| invalid())?;
+    if !count.is_finite() || count < 0.0 {
+        return Err("the count must be a number >= 0".into());
+    }
+    let unit_ms = match unit.trim() {
+        "ms" => 1.0,
+        "s" | "sec" | "second" => 1000.0,
+        "m" | "min" | "minute" => 60_000.0,
+        "h" | "hour" => 3_600_000.0,
+        "d" | "day" => 86_400_000.0,
+        _ => return Err(invalid()),
+    };
+    let per_ms = count / unit_ms;
+    if per_ms > 1e6 {
+        return Err("too fast (more than a million per millisecond)".into());
+    }
+    Ok(per_ms)
+}
+
 /// The most attempts a run may make; `None` is unlimited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttemptLimit(pub Option<u64>);
@@ -266,6 +307,23 @@ fn parse_code(text: &str) -> Result<u8, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_and_rates() {
+        assert_eq!(parse_ratio("0.2"), Ok(0.2));
+        assert_eq!(parse_ratio("20%"), Ok(0.2));
+        assert_eq!(parse_ratio("0"), Ok(0.0));
+        for bad in ["-0.1", "11", "x", "nan", "inf", "%"] {
+            assert!(parse_ratio(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_rate("1/min"), Ok(1.0 / 60_000.0));
+        assert_eq!(parse_rate("10/s"), Ok(0.01));
+        assert_eq!(parse_rate("0/s"), Ok(0.0));
+        assert_eq!(parse_rate("36/h"), Ok(0.00001));
+        for bad in ["1", "1/", "/s", "-1/s", "1/week", "x/s", "inf/s"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn human_durations() {
