@@ -6,9 +6,9 @@
 //! Rooms, from the bottom up (a room imports only rooms below it):
 //! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
 //! `hint`, `child` -
-//! `output`, `rules`, `classify`, `decision`, `stdin`, `deliver` - `attempt`, `report`,
-//! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
-//! `metrics` - `app`.
+//! `output`, `rules`, `classify`, `decision`, `stdin`, `deliver` - `attempt`, `hook`,
+//! `report`, `preset`, `circuit`, `generate` - `cli` - `config` - `explain`,
+//! `runner`, `metrics` - `app`.
 
 pub mod app;
 mod attempt;
@@ -25,6 +25,7 @@ mod explain;
 mod fd;
 mod generate;
 mod hint;
+mod hook;
 mod metrics;
 mod output;
 mod preset;
