@@ -21,8 +21,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'retry' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]')
-            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time or --until-failure]')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time or --until-failure]')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Base delay: the ceiling before the first retry')
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Base delay: the ceiling before the first retry')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Growth factor of the ceiling per retry (finite, >= 1)')
@@ -46,6 +46,11 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--stdin', '--stdin', [CompletionResultType]::ParameterName, 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'A successful attempt''s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'A successful attempt''s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory')
+            [CompletionResult]::new('--on-retry', '--on-retry', [CompletionResultType]::ParameterName, 'Run CMD (with /bin/sh -c) after each backoff sleep, right before the retry. It sees the RETRY_* variables of the attempt to come (RETRY_PREVIOUS_EXIT too), its output goes to retry''s stderr, it is bounded by --timeout and --max-time, and its failure is only a warning')
+            [CompletionResult]::new('--on-give-up', '--on-give-up', [CompletionResultType]::ParameterName, 'Run CMD (with /bin/sh -c) once when the run fails: never on success, nor when retry is interrupted by a signal. It sees RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS, its output goes to retry''s stderr, and it is bounded by --timeout, else 60s')
+            [CompletionResult]::new('--success-on-exit', '--success-on-exit', [CompletionResultType]::ParameterName, 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit')
+            [CompletionResult]::new('--until-output', '--until-output', [CompletionResultType]::ParameterName, 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)')
+            [CompletionResult]::new('--reset-after', '--reset-after', [CompletionResultType]::ParameterName, 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Format of retry''s own messages')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never')
             [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Append retry''s own messages to PATH instead of stderr')
@@ -64,6 +69,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--retry-after', '--retry-after', [CompletionResultType]::ParameterName, 'Sleep as long as a ''Retry-After:'' header line in the scanned output says (implied by --preset curl)')
             [CompletionResult]::new('--buffer-stdout', '--buffer-stdout', [CompletionResultType]::ParameterName, 'Hold each attempt''s stdout apart and emit only a successful attempt''s; on give-up nothing is emitted, and the number of bytes dropped is said')
             [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Keep the child in retry''s process group even when not in a terminal''s foreground')
+            [CompletionResult]::new('--until-failure', '--until-failure', [CompletionResultType]::ParameterName, 'The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only retry''s own errors; nothing per attempt')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Only retry''s own errors; nothing per attempt')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also the policy at start and every attempt''s start')

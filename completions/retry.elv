@@ -18,8 +18,8 @@ set edit:completion:arg-completer[retry] = {|@words|
     }
     var completions = [
         &'retry'= {
-            cand -n 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]'
-            cand --attempts 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time]'
+            cand -n 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time or --until-failure]'
+            cand --attempts 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time or --until-failure]'
             cand -d 'Base delay: the ceiling before the first retry'
             cand --delay 'Base delay: the ceiling before the first retry'
             cand -m 'Growth factor of the ceiling per retry (finite, >= 1)'
@@ -43,6 +43,11 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --stdin 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null'
             cand -o 'A successful attempt''s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory'
             cand --output 'A successful attempt''s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory'
+            cand --on-retry 'Run CMD (with /bin/sh -c) after each backoff sleep, right before the retry. It sees the RETRY_* variables of the attempt to come (RETRY_PREVIOUS_EXIT too), its output goes to retry''s stderr, it is bounded by --timeout and --max-time, and its failure is only a warning'
+            cand --on-give-up 'Run CMD (with /bin/sh -c) once when the run fails: never on success, nor when retry is interrupted by a signal. It sees RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS, its output goes to retry''s stderr, and it is bounded by --timeout, else 60s'
+            cand --success-on-exit 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit'
+            cand --until-output 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)'
+            cand --reset-after 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)'
             cand --log-format 'Format of retry''s own messages'
             cand --color 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never'
             cand --log-file 'Append retry''s own messages to PATH instead of stderr'
@@ -61,6 +66,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --retry-after 'Sleep as long as a ''Retry-After:'' header line in the scanned output says (implied by --preset curl)'
             cand --buffer-stdout 'Hold each attempt''s stdout apart and emit only a successful attempt''s; on give-up nothing is emitted, and the number of bytes dropped is said'
             cand --foreground 'Keep the child in retry''s process group even when not in a terminal''s foreground'
+            cand --until-failure 'The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given'
             cand -q 'Only retry''s own errors; nothing per attempt'
             cand --quiet 'Only retry''s own errors; nothing per attempt'
             cand -v 'Also the policy at start and every attempt''s start'

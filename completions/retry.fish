@@ -1,4 +1,4 @@
-complete -c retry -s n -l attempts -d 'Most attempts, the first included: N >= 1 or \'unlimited\' [default: 5; unlimited with --max-time]' -r
+complete -c retry -s n -l attempts -d 'Most attempts, the first included: N >= 1 or \'unlimited\' [default: 5; unlimited with --max-time or --until-failure]' -r
 complete -c retry -s d -l delay -d 'Base delay: the ceiling before the first retry' -r
 complete -c retry -s m -l multiplier -d 'Growth factor of the ceiling per retry (finite, >= 1)' -r
 complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
@@ -18,6 +18,11 @@ replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)
 inherit\t'Handed to the child as it is'
 null\t'/dev/null'"
 complete -c retry -s o -l output -d 'A successful attempt\'s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory' -r -F
+complete -c retry -l on-retry -d 'Run CMD (with /bin/sh -c) after each backoff sleep, right before the retry. It sees the RETRY_* variables of the attempt to come (RETRY_PREVIOUS_EXIT too), its output goes to retry\'s stderr, it is bounded by --timeout and --max-time, and its failure is only a warning' -r
+complete -c retry -l on-give-up -d 'Run CMD (with /bin/sh -c) once when the run fails: never on success, nor when retry is interrupted by a signal. It sees RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS, its output goes to retry\'s stderr, and it is bounded by --timeout, else 60s' -r
+complete -c retry -l success-on-exit -d 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit' -r
+complete -c retry -l until-output -d 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)' -r
+complete -c retry -l reset-after -d 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)' -r
 complete -c retry -l log-format -d 'Format of retry\'s own messages' -r -f -a "text\t''
 json\t''"
 complete -c retry -l color -d 'When to colour retry\'s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t''
@@ -44,6 +49,7 @@ complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the outpu
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'
+complete -c retry -l until-failure -d 'The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given'
 complete -c retry -s q -l quiet -d 'Only retry\'s own errors; nothing per attempt'
 complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt\'s start'
 complete -c retry -l explain -d 'Print the schedule this policy produces and exit without running anything'

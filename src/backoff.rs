@@ -130,6 +130,13 @@ pub struct Backoff<'a> {
 }
 
 impl Backoff<'_> {
+    /// Start over, as after no failure: the next ceiling is `--delay` again
+    /// (and decorrelated jitter draws from `--delay`). For `--reset-after`.
+    pub fn reset(&mut self) {
+        self.failures = 0;
+        self.previous = self.policy.delay;
+    }
+
     /// The sleep after the next failure.
     pub fn next(&mut self, rng: &mut impl Rng) -> Sleep {
         let policy = self.policy;
@@ -218,6 +225,34 @@ mod tests {
             }
             assert!(p.worst_sleep(u64::MAX) <= p.cap);
         }
+    }
+
+    #[test]
+    fn a_reset_starts_the_ceilings_over_from_the_delay() {
+        let p = policy(1000, 2.0, 30_000, Jitter::None);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut sleeps = p.sleeps();
+        let mut ceilings = Vec::new();
+        for n in 0..6 {
+            if n == 3 {
+                sleeps.reset();
+            }
+            ceilings.push(sleeps.next(&mut rng).ceiling.as_millis() as u64);
+        }
+        assert_eq!(ceilings, [1000, 2000, 4000, 1000, 2000, 4000]);
+        // Decorrelated jitter draws from the delay again: U[delay, 3 * delay].
+        let p = policy(1000, 2.0, 1_000_000, Jitter::Decorrelated);
+        let mut sleeps = p.sleeps();
+        for _ in 0..20 {
+            sleeps.next(&mut rng);
+        }
+        sleeps.reset();
+        let first = sleeps.next(&mut rng);
+        assert!(
+            first.delay >= p.delay && first.delay <= p.delay * 3,
+            "{first:?}"
+        );
+        assert_eq!(first.ceiling, p.delay * 3);
     }
 
     #[test]

@@ -2,10 +2,13 @@
 //!
 //! Pure: the runner gathers an [`Observation`] (how the attempt ended, the
 //! hint file's word, which output patterns matched) and [`classify`] decides.
-//! First, before every rule: success (exit 0 in time); an attempt ended by
-//! a time limit, judged only as timed out (transient, or permanent under
-//! `--stop-on-timeout`); a death by SIGINT, SIGQUIT or SIGPIPE (permanent: a
-//! user or a closed reader ended it). Then the first rule that matches wins:
+//! First, before every rule: success (exit 0 or a `--success-on-exit` code,
+//! in time, and with `--until-output` a matching line too; a success code
+//! without one is "not ready yet", judged only by the hint and the output
+//! rules, else transient); an attempt ended by a time limit, judged only as
+//! timed out (transient, or permanent under `--stop-on-timeout`); a death by
+//! SIGINT, SIGQUIT or SIGPIPE (permanent: a user or a closed reader ended
+//! it). Then the first rule that matches wins:
 //!
 //! 0. a hint, 1. `--stop-on-output`, 2. `--retry-on-output`,
 //! 3. `--stop-on-exit`, 4. `--retry-on-exit` (a death by signal N meets 3
@@ -58,12 +61,52 @@ fn verdict(class: Class, reason: impl Into<String>) -> Verdict {
     }
 }
 
+/// Exited in time with 0 or a `--success-on-exit` code. A death by a signal
+/// never counts as success.
+fn success_code(ending: &Ending, rules: &Rules) -> bool {
+    match ending.process {
+        _ if ending.timed_out => false,
+        ProcessEnd::Exited(0) => true,
+        ProcessEnd::Exited(code) => rules
+            .success_on_exit
+            .as_ref()
+            .is_some_and(|codes| codes.contains(code)),
+        _ => false,
+    }
+}
+
 pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict {
     let ending = observation.ending;
-    if ending.succeeded() {
-        return verdict(Class::Success, ending.describe());
-    }
     let what = ending.describe();
+    let matched = |rule: &&OutputRule| observation.matched.get(rule.slot) == Some(&true);
+    if success_code(ending, rules) {
+        let what = if ending.succeeded() {
+            what
+        } else {
+            format!("{what} is in --success-on-exit")
+        };
+        if rules.until_output.is_empty() {
+            return verdict(Class::Success, what);
+        }
+        if let Some(rule) = rules.until_output.iter().find(matched) {
+            return verdict(
+                Class::Success,
+                format!("{what}; output matched --until-output '{}'", rule.shown),
+            );
+        }
+        // Not ready yet. Its code is a success code, so the exit-code lists
+        // do not judge it; the attempt's own word and the output rules do.
+        let what = format!("{what}; not ready yet (no line matched --until-output)");
+        if let Some(verdict) = hint_verdict(observation.hint, &what) {
+            return verdict;
+        }
+        for set in &rules.sets {
+            if let Some(verdict) = output_verdict(set, &matched, &what) {
+                return verdict;
+            }
+        }
+        return verdict(Class::Transient, what);
+    }
     if ending.timed_out {
         return if rules.stop_on_timeout {
             verdict(Class::Permanent, format!("{what}; --stop-on-timeout"))
@@ -79,42 +122,14 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
     }
 
     // 0. The attempt's own word wins over every other rule.
-    match observation.hint {
-        Some(Hint::Permanent) => {
-            return verdict(
-                Class::Permanent,
-                format!("{what}; hint file said permanent"),
-            );
-        }
-        Some(Hint::Transient) => {
-            return verdict(
-                Class::Transient,
-                format!("{what}; hint file said transient"),
-            );
-        }
-        Some(Hint::RetryAfter(_)) => {
-            return verdict(
-                Class::Transient,
-                format!("{what}; hint file said retry-after"),
-            );
-        }
-        None => {}
+    if let Some(verdict) = hint_verdict(observation.hint, &what) {
+        return verdict;
     }
 
     // 1-4, per rule set: the command line's first, then the preset's.
-    let matched = |rule: &&OutputRule| observation.matched.get(rule.slot) == Some(&true);
     for set in &rules.sets {
-        if let Some(rule) = set.stop_on_output.iter().find(matched) {
-            return verdict(
-                Class::Permanent,
-                output_reason(&what, set, rule, "--stop-on-output"),
-            );
-        }
-        if let Some(rule) = set.retry_on_output.iter().find(matched) {
-            return verdict(
-                Class::Transient,
-                output_reason(&what, set, rule, "--retry-on-output"),
-            );
+        if let Some(verdict) = output_verdict(set, &matched, &what) {
+            return verdict;
         }
         // A death by signal N meets the lists as the shell shows it, 128+N.
         let code = match ending.process {
@@ -148,6 +163,37 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
     }
     // 7.
     verdict(Class::Transient, what)
+}
+
+/// Rule 0: the hint file's word.
+fn hint_verdict(hint: Option<Hint>, what: &str) -> Option<Verdict> {
+    let (class, word) = match hint? {
+        Hint::Permanent => (Class::Permanent, "permanent"),
+        Hint::Transient => (Class::Transient, "transient"),
+        Hint::RetryAfter(_) => (Class::Transient, "retry-after"),
+    };
+    Some(verdict(class, format!("{what}; hint file said {word}")))
+}
+
+/// Rules 1 and 2 of one rule set: a line matched `--stop-on-output` or
+/// `--retry-on-output`.
+fn output_verdict(
+    set: &RuleSet,
+    matched: &impl Fn(&&OutputRule) -> bool,
+    what: &str,
+) -> Option<Verdict> {
+    if let Some(rule) = set.stop_on_output.iter().find(matched) {
+        return Some(verdict(
+            Class::Permanent,
+            output_reason(what, set, rule, "--stop-on-output"),
+        ));
+    }
+    set.retry_on_output.iter().find(matched).map(|rule| {
+        verdict(
+            Class::Transient,
+            output_reason(what, set, rule, "--retry-on-output"),
+        )
+    })
 }
 
 /// `exit 1; output matched --retry-on-output 'busy'`, or for a preset,
@@ -194,6 +240,8 @@ mod tests {
             sets: sets.to_vec(),
             retry_after: false,
             stop_on_timeout: false,
+            success_on_exit: None,
+            until_output: Vec::new(),
             patterns: None,
         }
     }
@@ -391,5 +439,105 @@ mod tests {
         // SIGPIPE ends the run before any list is asked.
         let piped = ended(ProcessEnd::Signaled(libc::SIGPIPE));
         assert_eq!(class(&piped, &[user(None, Some("141"))]), Class::Permanent);
+    }
+
+    fn with_conditions(sets: &[RuleSet], success: Option<&str>, until: &[&str]) -> Rules {
+        let mut rules = all(sets);
+        rules.success_on_exit = success.map(|c| parse_codes(c).unwrap());
+        let first = sets
+            .iter()
+            .map(|s| s.stop_on_output.len() + s.retry_on_output.len())
+            .sum::<usize>();
+        rules.until_output = until
+            .iter()
+            .enumerate()
+            .map(|(n, pattern)| rule(first + n, pattern))
+            .collect();
+        rules
+    }
+
+    fn judged(ending: &Ending, hint: Option<Hint>, matched: &[bool], rules: &Rules) -> Verdict {
+        classify(
+            &Observation {
+                ending,
+                hint,
+                matched,
+            },
+            rules,
+        )
+    }
+
+    #[test]
+    fn success_codes_succeed_before_every_rule_but_signals_never_do() {
+        let rules = with_conditions(&[user(None, Some("1-255"))], Some("3,7"), &[]);
+        let verdict = judged(&ended(ProcessEnd::Exited(3)), None, &[], &rules);
+        assert_eq!(verdict.class, Class::Success);
+        assert_eq!(verdict.reason, "exit 3 is in --success-on-exit");
+        assert_eq!(
+            judged(&ended(ProcessEnd::Exited(0)), None, &[], &rules).class,
+            Class::Success
+        );
+        assert_eq!(
+            judged(&ended(ProcessEnd::Exited(4)), None, &[], &rules).class,
+            Class::Transient
+        );
+        // 128+3 is not "exit 3", and a death by signal 3 is not success.
+        let rules = with_conditions(&[user(None, None)], Some("131"), &[]);
+        assert_eq!(
+            judged(&ended(ProcessEnd::Signaled(3)), None, &[], &rules).class,
+            Class::Permanent
+        );
+        // A success code that timed out is judged as timed out.
+        let mut late = ended(ProcessEnd::Exited(3));
+        late.timed_out = true;
+        assert_eq!(judged(&late, None, &[], &rules).class, Class::Transient);
+    }
+
+    #[test]
+    fn until_output_needs_a_success_code_and_a_matching_line() {
+        let rules = with_conditions(&[user(None, None)], Some("3"), &["ready"]);
+        let ok = judged(&ended(ProcessEnd::Exited(0)), None, &[true], &rules);
+        assert_eq!(ok.class, Class::Success);
+        assert_eq!(ok.reason, "exit 0; output matched --until-output 'ready'");
+        assert_eq!(
+            judged(&ended(ProcessEnd::Exited(3)), None, &[true], &rules).class,
+            Class::Success
+        );
+        let not_ready = judged(&ended(ProcessEnd::Exited(0)), None, &[false], &rules);
+        assert_eq!(not_ready.class, Class::Transient);
+        assert_eq!(
+            not_ready.reason,
+            "exit 0; not ready yet (no line matched --until-output)"
+        );
+        // A failing code is judged by the rules, whatever the output.
+        let failed = judged(&ended(ProcessEnd::Exited(1)), None, &[true], &rules);
+        assert_eq!(failed.class, Class::Transient);
+        assert_eq!(failed.reason, "exit 1");
+    }
+
+    #[test]
+    fn not_ready_is_judged_by_the_hint_and_output_rules_but_not_the_code_lists() {
+        let mut set = user(Some("0"), Some("75"));
+        set.stop_on_output = vec![rule(0, "CrashLoop")];
+        let rules = with_conditions(&[set], None, &["Running"]);
+        let exit0 = ended(ProcessEnd::Exited(0));
+        // --retry-on-exit 75 would make exit 0 permanent; not for a success code.
+        assert_eq!(
+            judged(&exit0, None, &[false, false], &rules).class,
+            Class::Transient
+        );
+        let crashed = judged(&exit0, None, &[true, false], &rules);
+        assert_eq!(crashed.class, Class::Permanent);
+        assert!(
+            crashed
+                .reason
+                .ends_with("output matched --stop-on-output 'CrashLoop'"),
+            "{}",
+            crashed.reason
+        );
+        assert_eq!(
+            judged(&exit0, Some(Hint::Permanent), &[false, false], &rules).class,
+            Class::Permanent
+        );
     }
 }

@@ -24,6 +24,7 @@ const IO: &str = "Input and output";
 const PROCESS: &str = "Processes";
 const REPORTING: &str = "Reporting";
 const CIRCUIT: &str = "Circuit breaker (across runs)";
+const HOOKS: &str = "Hooks and conditions";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success; the final attempt's own status when retries run out
@@ -34,12 +35,15 @@ death by signal N is passed on as signal N (a shell shows 128+N).
 
 The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
 RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or
-'retry-after=DURATION' there to decide for yourself).
+'retry-after=DURATION' there to decide for yourself). --on-give-up gets
+RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS.
 
 Examples:
   retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health
   retry --preset curl -- curl -fS -o out.json https://api.example.com/items
   retry -n 10 --retry-on-exit 75 --timeout 30s -- ./sync.sh
+  retry --until-output '^Running$' -t 5m -- kubectl get pod web -o jsonpath='{.status.phase}'
+  retry --until-failure -d 0 -t 10m -- ./flaky-test.sh
   retry --explain --delay 1s --cap 30s --attempts 5";
 
 #[derive(Parser, Debug)]
@@ -57,7 +61,7 @@ Examples:
 )]
 pub(crate) struct Cli {
     // ---- Backoff ----
-    /// Most attempts, the first included: N >= 1 or 'unlimited' [default: 5; unlimited with --max-time]
+    /// Most attempts, the first included: N >= 1 or 'unlimited' [default: 5; unlimited with --max-time or --until-failure]
     #[arg(short = 'n', long, value_name = "N", value_parser = values::parse_attempts, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) attempts: Option<AttemptLimit>,
 
@@ -148,6 +152,31 @@ pub(crate) struct Cli {
     /// Keep the child in retry's process group even when not in a terminal's foreground
     #[arg(long, help_heading = PROCESS)]
     pub(crate) foreground: bool,
+
+    // ---- Hooks and conditions ----
+    /// Run CMD (with /bin/sh -c) after each backoff sleep, right before the retry. It sees the RETRY_* variables of the attempt to come (RETRY_PREVIOUS_EXIT too), its output goes to retry's stderr, it is bounded by --timeout and --max-time, and its failure is only a warning
+    #[arg(long, value_name = "CMD", help_heading = HOOKS)]
+    pub(crate) on_retry: Option<OsString>,
+
+    /// Run CMD (with /bin/sh -c) once when the run fails: never on success, nor when retry is interrupted by a signal. It sees RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS, its output goes to retry's stderr, and it is bounded by --timeout, else 60s
+    #[arg(long, value_name = "CMD", help_heading = HOOKS)]
+    pub(crate) on_give_up: Option<OsString>,
+
+    /// Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit
+    #[arg(long, value_name = "CODES", value_parser = values::parse_codes, allow_hyphen_values = true, help_heading = HOOKS)]
+    pub(crate) success_on_exit: Vec<CodeSet>,
+
+    /// Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)
+    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = HOOKS)]
+    pub(crate) until_output: Vec<regex::bytes::Regex>,
+
+    /// The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given
+    #[arg(long, conflicts_with_all = ["on_give_up", "until_output"], help_heading = HOOKS)]
+    pub(crate) until_failure: bool,
+
+    /// An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
+    pub(crate) reset_after: Option<Duration>,
 
     // ---- Reporting ----
     /// Only retry's own errors; nothing per attempt

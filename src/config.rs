@@ -60,6 +60,52 @@ pub(crate) struct Config {
     /// `--metrics-file` and the name label for it.
     pub(crate) metrics: Option<(PathBuf, String)>,
     pub(crate) circuit: Option<CircuitConfig>,
+    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`.
+    pub(crate) hooks: Hooks,
+}
+
+/// Hooks and the run's shape beyond the backoff (the success conditions
+/// are in `rules`).
+#[derive(Debug)]
+pub(crate) struct Hooks {
+    /// `--on-retry`: a shell command run right before each retry.
+    pub(crate) on_retry: Option<OsString>,
+    /// `--on-give-up`: a shell command run once when the run fails.
+    pub(crate) on_give_up: Option<OsString>,
+    /// `--until-failure`: repeat while the command succeeds.
+    pub(crate) until_failure: bool,
+    /// `--reset-after`: a failed attempt that ran this long resets the backoff.
+    pub(crate) reset_after: Option<Duration>,
+}
+
+/// A hook's command: not empty (`/bin/sh -c ''` would do nothing, silently).
+fn hook_command(flag: &str, command: Option<OsString>) -> Result<Option<OsString>, UsageError> {
+    match command {
+        Some(text) if text.to_string_lossy().trim().is_empty() => Err(UsageError(format!(
+            "{flag}: the command is empty (a shell command line is expected)"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// `--success-on-exit` and the exit-code lists must not share a code: the
+/// success would silently win over the list.
+fn check_success_codes(
+    success: Option<&CodeSet>,
+    lists: [(&str, Option<&CodeSet>); 2],
+) -> Result<(), UsageError> {
+    let Some(success) = success else {
+        return Ok(());
+    };
+    for (flag, list) in lists {
+        let Some(list) = list else { continue };
+        if let Some(code) = (0..256).find(|&code| success.contains(code) && list.contains(code)) {
+            return Err(UsageError(format!(
+                "--success-on-exit {success}: exit code {code} is also in {flag} (a code is either a success or a failure)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
@@ -96,9 +142,33 @@ impl Config {
         }
         let attempts = match cli.attempts {
             Some(limit) => limit.0,
-            None if cli.max_time.is_some() => None,
+            // A hunt for a rare failure runs until it finds one, or until
+            // --max-time; -n bounds it by count.
+            None if cli.max_time.is_some() || cli.until_failure => None,
             None => Some(5),
         };
+
+        let success_on_exit = union(&cli.success_on_exit);
+        check_success_codes(
+            success_on_exit.as_ref(),
+            [
+                ("--stop-on-exit", union(&cli.stop_on_exit).as_ref()),
+                ("--retry-on-exit", union(&cli.retry_on_exit).as_ref()),
+            ],
+        )?;
+        let hooks = Hooks {
+            on_retry: hook_command("--on-retry", cli.on_retry)?,
+            on_give_up: hook_command("--on-give-up", cli.on_give_up)?,
+            until_failure: cli.until_failure,
+            reset_after: cli.reset_after,
+        };
+        // --until-output looks at stdout too.
+        let scan_stdout = cli.scan_stdout || !cli.until_output.is_empty();
+        let until_output = cli
+            .until_output
+            .into_iter()
+            .map(OutputRule::from_regex)
+            .collect();
 
         let mut sets = vec![RuleSet {
             stop_on_exit: union(&cli.stop_on_exit),
@@ -120,8 +190,9 @@ impl Config {
             sets.push(preset::curl());
             retry_after = true;
         }
-        let mut rules = Rules::new(sets, retry_after).map_err(UsageError)?;
+        let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
         rules.stop_on_timeout = cli.stop_on_timeout;
+        rules.success_on_exit = success_on_exit;
 
         let verbosity = if cli.quiet {
             Verbosity::Quiet
@@ -216,7 +287,7 @@ impl Config {
             max_retry_after: cli.max_retry_after,
             kill_after: cli.kill_after,
             rules,
-            scan_stdout: cli.scan_stdout,
+            scan_stdout,
             stdin: cli.stdin,
             buffer_stdout: cli.buffer_stdout,
             output: cli.output,
@@ -229,6 +300,7 @@ impl Config {
             },
             metrics,
             circuit,
+            hooks,
         })
     }
 }

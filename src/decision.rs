@@ -32,6 +32,16 @@ impl RunOutcome {
         RunOutcome::CircuitOpen,
     ];
 
+    /// The run failed and gives up: what `--on-give-up` is for. Not a
+    /// success, not retry itself interrupted by a signal, not a refusal
+    /// before anything ran.
+    pub(crate) fn gave_up(self) -> bool {
+        !matches!(
+            self,
+            RunOutcome::Success | RunOutcome::Interrupted | RunOutcome::CircuitOpen
+        )
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunOutcome::Success => "success",
@@ -72,6 +82,8 @@ pub(crate) struct Limits {
     pub(crate) max_attempts: Option<u64>,
     /// `--max-time` from the run's start.
     pub(crate) deadline: Option<Instant>,
+    /// `--until-failure`: repeat while the command succeeds.
+    pub(crate) until_failure: bool,
 }
 
 /// How the run ends: with `status`; `detail` says why, for humans.
@@ -107,9 +119,52 @@ impl Done {
     fn with(outcome: RunOutcome, ending: &Ending) -> Step {
         Step::Done(Done {
             outcome,
-            status: ending.exit_status(),
-            detail: ending.describe(),
+            status: failure_status(ending),
+            detail: failure_detail(ending),
         })
+    }
+
+    /// `--until-failure`: every run that finished passed.
+    fn passed(detail: String) -> Done {
+        Done {
+            outcome: RunOutcome::Success,
+            status: ExitStatus::SUCCESS,
+            detail,
+        }
+    }
+}
+
+/// The status of a run that failed with `ending` as its last attempt: the
+/// attempt's own, except that a failed run never exits 0. An attempt that
+/// exited 0 but never printed an `--until-output` line ends it with 1.
+fn failure_status(ending: &Ending) -> ExitStatus {
+    match ending.exit_status() {
+        ExitStatus::SUCCESS => ExitStatus::Code(1),
+        status => status,
+    }
+}
+
+/// How the last attempt of a failed run ended, and the status it gives
+/// when that is not the attempt's own.
+fn failure_detail(ending: &Ending) -> String {
+    let status = failure_status(ending);
+    if status == ending.exit_status() {
+        ending.describe()
+    } else {
+        format!(
+            "{}, but no line matched --until-output (exit {})",
+            ending.describe(),
+            status.as_number()
+        )
+    }
+}
+
+/// `1 run`, `3 runs`.
+fn runs(count: u64) -> String {
+    if count == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{count} runs")
     }
 }
 
@@ -126,6 +181,9 @@ pub(crate) fn next_step(
 ) -> Step {
     if let Some(signal) = ending.interrupted {
         return Step::Done(Done::interrupted(signal));
+    }
+    if limits.until_failure {
+        return next_repeat(attempt, ending, class, limits, now, proposed);
     }
     match class {
         Class::Success => {
@@ -149,15 +207,99 @@ pub(crate) fn next_step(
     if past_deadline(now + sleep.delay.min(Duration::from_secs(u32::MAX.into()))) {
         return Step::Done(Done {
             outcome: RunOutcome::Deadline,
-            status: ending.exit_status(),
+            status: failure_status(ending),
             detail: format!(
                 "the next sleep ({}) would end past it; {}",
                 human(sleep.delay),
-                ending.describe()
+                failure_detail(ending)
             ),
         });
     }
     Step::Sleep { sleep, source }
+}
+
+/// `--until-failure`, the inverse run: after a success, another run (within
+/// the limits and after the policy's sleep); the first failure, transient or
+/// permanent, ends the run with its status (outcome `permanent`). When the
+/// limits end the run first, every run passed: success, exit 0. A run cut
+/// short by `--max-time` neither passed nor failed: it is not counted (but
+/// when no run finished before it, nothing was learned: `deadline`, 124).
+fn next_repeat(
+    attempt: u64,
+    ending: &Ending,
+    class: Class,
+    limits: Limits,
+    now: Instant,
+    proposed: (Sleep, SleepSource),
+) -> Step {
+    let past_deadline = |at: Instant| limits.deadline.is_some_and(|deadline| at >= deadline);
+    let before = attempt.saturating_sub(1);
+    if class != Class::Success {
+        if ending.timed_out && past_deadline(now) {
+            if before == 0 {
+                return Done::with(RunOutcome::Deadline, ending);
+            }
+            return Step::Done(Done::passed(format!(
+                "--max-time reached during run {attempt}, which is not counted; the {} before it passed",
+                runs(before)
+            )));
+        }
+        return Step::Done(Done {
+            outcome: RunOutcome::Permanent,
+            status: failure_status(ending),
+            detail: format!(
+                "{} on run {attempt}, after {} that passed",
+                failure_detail(ending),
+                runs(before)
+            ),
+        });
+    }
+    if limits.max_attempts.is_some_and(|max| attempt >= max) {
+        return Step::Done(Done::passed(format!("all {} passed", runs(attempt))));
+    }
+    let (sleep, source) = proposed;
+    if past_deadline(now + sleep.delay.min(Duration::from_secs(u32::MAX.into()))) {
+        return Step::Done(Done::passed(format!(
+            "all {} passed; the next sleep ({}) would end past --max-time",
+            runs(attempt),
+            human(sleep.delay)
+        )));
+    }
+    Step::Sleep { sleep, source }
+}
+
+/// After `--on-retry` ran, before attempt `next`: `None` lets it go ahead
+/// (a hook that failed only warns). A signal to retry during the hook ends
+/// the run, as during an attempt; so does `--max-time` running out
+/// meanwhile, with the status of `previous`, the attempt before the hook.
+pub(crate) fn after_hook(
+    next: u64,
+    previous: &Ending,
+    hook: &Ending,
+    limits: Limits,
+    now: Instant,
+) -> Option<Done> {
+    if let Some(signal) = hook.interrupted {
+        return Some(Done::interrupted(signal));
+    }
+    if limits.deadline.is_none_or(|deadline| now < deadline) {
+        return None;
+    }
+    Some(if limits.until_failure {
+        Done::passed(format!(
+            "all {} passed; --max-time ran out during --on-retry",
+            runs(next.saturating_sub(1))
+        ))
+    } else {
+        Done {
+            outcome: RunOutcome::Deadline,
+            status: failure_status(previous),
+            detail: format!(
+                "--max-time ran out during --on-retry; {}",
+                failure_detail(previous)
+            ),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -191,6 +333,7 @@ mod tests {
         proposed: (Sleep, SleepSource),
         expected: Result<RunOutcome, SleepSource>,
         status: Option<ExitStatus>,
+        until_failure: bool,
     }
 
     fn case(name: &'static str, ending: Ending, class: Class) -> Case {
@@ -204,6 +347,15 @@ mod tests {
             proposed: sleep(100, SleepSource::Backoff),
             expected: Err(SleepSource::Backoff),
             status: None,
+            until_failure: false,
+        }
+    }
+
+    /// A case of `--until-failure`.
+    fn hunt(name: &'static str, ending: Ending, class: Class) -> Case {
+        Case {
+            until_failure: true,
+            ..case(name, ending, class)
         }
     }
 
@@ -268,7 +420,11 @@ mod tests {
             },
             Case {
                 deadline_ms: Some(60_000),
-                ..case("a timeout before the deadline", timed_out, Class::Transient)
+                ..case(
+                    "a timeout before the deadline",
+                    timed_out.clone(),
+                    Class::Transient,
+                )
             },
             Case {
                 deadline_ms: Some(1_000),
@@ -290,7 +446,116 @@ mod tests {
             Case {
                 expected: Ok(RunOutcome::Interrupted),
                 status: Some(ExitStatus::Signal(libc::SIGTERM)),
-                ..case("a signal to retry wins", interrupted, Class::Success)
+                ..case(
+                    "a signal to retry wins",
+                    interrupted.clone(),
+                    Class::Success,
+                )
+            },
+            Case {
+                attempt: 5,
+                expected: Ok(RunOutcome::Exhausted),
+                status: Some(ExitStatus::Code(1)),
+                ..case(
+                    "a failed run never exits 0 (exit 0, not ready)",
+                    exited(0),
+                    Class::Transient,
+                )
+            },
+            Case {
+                deadline_ms: Some(1_000),
+                proposed: sleep(120_000, SleepSource::Backoff),
+                expected: Ok(RunOutcome::Deadline),
+                status: Some(ExitStatus::Code(1)),
+                ..case(
+                    "nor at the deadline (exit 0, not ready)",
+                    exited(0),
+                    Class::Transient,
+                )
+            },
+            // --until-failure: repeat while it succeeds.
+            Case {
+                ..hunt("hunt: a success repeats", exited(0), Class::Success)
+            },
+            Case {
+                attempt: 1000,
+                max_attempts: None,
+                ..hunt("hunt: unlimited repeats", exited(0), Class::Success)
+            },
+            Case {
+                attempt: 4,
+                expected: Ok(RunOutcome::Permanent),
+                status: Some(ExitStatus::Code(3)),
+                ..hunt(
+                    "hunt: a transient failure ends it",
+                    exited(3),
+                    Class::Transient,
+                )
+            },
+            Case {
+                expected: Ok(RunOutcome::Permanent),
+                status: Some(ExitStatus::Code(127)),
+                ..hunt(
+                    "hunt: a permanent failure ends it",
+                    Ending::not_started(ProcessEnd::NotStarted {
+                        status: 127,
+                        message: "x: command not found".into(),
+                    }),
+                    Class::Permanent,
+                )
+            },
+            Case {
+                deadline_ms: Some(60_000),
+                expected: Ok(RunOutcome::Permanent),
+                status: Some(ExitStatus::TIMED_OUT),
+                ..hunt(
+                    "hunt: a run over --timeout failed",
+                    timed_out.clone(),
+                    Class::Transient,
+                )
+            },
+            Case {
+                attempt: 5,
+                expected: Ok(RunOutcome::Success),
+                status: Some(ExitStatus::SUCCESS),
+                ..hunt("hunt: all runs passed", exited(0), Class::Success)
+            },
+            Case {
+                deadline_ms: Some(1_000),
+                proposed: sleep(120_000, SleepSource::Backoff),
+                expected: Ok(RunOutcome::Success),
+                status: Some(ExitStatus::SUCCESS),
+                ..hunt(
+                    "hunt: no room for another run: all passed",
+                    exited(0),
+                    Class::Success,
+                )
+            },
+            Case {
+                attempt: 3,
+                deadline_ms: Some(-1),
+                expected: Ok(RunOutcome::Success),
+                status: Some(ExitStatus::SUCCESS),
+                ..hunt(
+                    "hunt: a run cut by --max-time is not counted",
+                    timed_out.clone(),
+                    Class::Transient,
+                )
+            },
+            Case {
+                deadline_ms: Some(-1),
+                expected: Ok(RunOutcome::Deadline),
+                status: Some(ExitStatus::TIMED_OUT),
+                ..hunt(
+                    "hunt: the first run cut by --max-time: nothing learned",
+                    timed_out.clone(),
+                    Class::Transient,
+                )
+            },
+            Case {
+                expected: Ok(RunOutcome::Interrupted),
+                status: Some(ExitStatus::Signal(libc::SIGTERM)),
+                ..hunt("hunt: a signal to retry wins", interrupted, Class::Success)
             },
         ];
         let now = Instant::now();
@@ -306,6 +571,7 @@ mod tests {
             let limits = Limits {
                 max_attempts: case.max_attempts,
                 deadline,
+                until_failure: case.until_failure,
             };
             let step = next_step(
                 case.attempt,
@@ -340,6 +606,7 @@ mod tests {
         let limits = Limits {
             max_attempts: None,
             deadline: Some(now + Duration::from_secs(5)),
+            until_failure: false,
         };
         let step = next_step(
             1,
@@ -361,5 +628,103 @@ mod tests {
             Done::interrupted(libc::SIGINT).detail,
             "interrupted by SIGINT"
         );
+    }
+
+    #[test]
+    fn a_hunt_says_which_run_failed_and_how_many_passed() {
+        let now = Instant::now();
+        let limits = Limits {
+            max_attempts: None,
+            deadline: None,
+            until_failure: true,
+        };
+        let proposed = sleep(0, SleepSource::Backoff);
+        let detail = |step: Step| match step {
+            Step::Done(done) => done.detail,
+            Step::Sleep { .. } => panic!("expected the run to end"),
+        };
+        let failed = next_step(7, &exited(2), Class::Transient, limits, now, proposed);
+        assert_eq!(detail(failed), "exit 2 on run 7, after 6 runs that passed");
+        let limits = Limits {
+            max_attempts: Some(1),
+            ..limits
+        };
+        let passed = next_step(1, &exited(0), Class::Success, limits, now, proposed);
+        assert_eq!(detail(passed), "all 1 run passed");
+    }
+
+    #[test]
+    fn after_the_on_retry_hook_the_retry_goes_ahead_unless_a_signal_or_the_deadline_ends_it() {
+        let now = Instant::now();
+        let open = Limits {
+            max_attempts: Some(5),
+            deadline: Some(now + Duration::from_secs(60)),
+            until_failure: false,
+        };
+        let past = Limits {
+            deadline: now.checked_sub(Duration::from_millis(1)),
+            ..open
+        };
+        let previous = exited(7);
+        // A failed hook only warns.
+        assert_eq!(after_hook(2, &previous, &exited(1), open, now), None);
+        let signalled = Ending {
+            interrupted: Some(libc::SIGTERM),
+            ..exited(143)
+        };
+        let done = after_hook(2, &previous, &signalled, open, now).unwrap();
+        assert_eq!(done.outcome, RunOutcome::Interrupted);
+        assert_eq!(done.status, ExitStatus::Signal(libc::SIGTERM));
+        let done = after_hook(2, &previous, &exited(0), past, now).unwrap();
+        assert_eq!(done.outcome, RunOutcome::Deadline);
+        assert_eq!(done.status, ExitStatus::Code(7));
+        assert_eq!(done.detail, "--max-time ran out during --on-retry; exit 7");
+        let hunting = Limits {
+            until_failure: true,
+            ..past
+        };
+        let done = after_hook(4, &exited(0), &exited(0), hunting, now).unwrap();
+        assert_eq!(done.outcome, RunOutcome::Success);
+        assert_eq!(done.status, ExitStatus::SUCCESS);
+        assert_eq!(
+            done.detail,
+            "all 3 runs passed; --max-time ran out during --on-retry"
+        );
+    }
+
+    #[test]
+    fn a_run_that_never_got_ready_says_so_and_exits_1() {
+        let limits = Limits {
+            max_attempts: Some(2),
+            deadline: None,
+            until_failure: false,
+        };
+        let proposed = sleep(0, SleepSource::Backoff);
+        let step = next_step(
+            2,
+            &exited(0),
+            Class::Transient,
+            limits,
+            Instant::now(),
+            proposed,
+        );
+        let Step::Done(done) = step else {
+            panic!("expected the run to end")
+        };
+        assert_eq!(done.status, ExitStatus::Code(1));
+        assert_eq!(
+            done.detail,
+            "exit 0, but no line matched --until-output (exit 1)"
+        );
+    }
+
+    #[test]
+    fn only_a_failed_run_gives_up() {
+        let gave_up: Vec<&str> = RunOutcome::ALL
+            .into_iter()
+            .filter(|o| o.gave_up())
+            .map(RunOutcome::as_str)
+            .collect();
+        assert_eq!(gave_up, ["permanent", "exhausted", "deadline"]);
     }
 }

@@ -1,7 +1,9 @@
 //! `--explain`: the schedule a policy produces, as a table, without running
 //! anything. Per retry: the ceiling, the expected sleep, and the cumulative
 //! worst case and mean; and where `--attempts` or `--max-time` cut it off.
-//! Only sleeps are counted: the attempts' own run time comes on top.
+//! Only sleeps are counted: the attempts' own run time comes on top. Above
+//! the table, the conditions and hooks in force (what counts as success,
+//! `--until-failure`, `--reset-after`, `--on-retry`, `--on-give-up`).
 
 use std::fmt::Write;
 use std::time::Duration;
@@ -11,6 +13,8 @@ use rand::rngs::SmallRng;
 
 use crate::backoff::Policy;
 use crate::config::Config;
+use crate::hook::GIVE_UP_LIMIT;
+use crate::text::sanitize_line;
 use crate::values::Jitter;
 use crate::values::human;
 
@@ -99,7 +103,66 @@ pub(crate) fn policy_line(config: &Config) -> String {
     if let Some(timeout) = config.timeout {
         text.push_str(&format!("; timeout {}", human(timeout)));
     }
+    if config.hooks.until_failure {
+        text.push_str("; until the first failure");
+    }
     text
+}
+
+/// The conditions and hooks in force, one sentence each.
+fn conditions(config: &Config) -> Vec<String> {
+    let mut lines = Vec::new();
+    let rules = &config.rules;
+    let codes = match &rules.success_on_exit {
+        Some(codes) => format!("exit 0 or {codes} (--success-on-exit)"),
+        None => "exit 0".to_string(),
+    };
+    if !rules.until_output.is_empty() {
+        let patterns: Vec<String> = rules
+            .until_output
+            .iter()
+            .map(|rule| format!("'{}'", sanitize_line(&rule.shown, 60)))
+            .collect();
+        lines.push(format!(
+            "Success: {codes} and a line of output (stdout or stderr) matching --until-output {}; without one an attempt is not ready yet, and retried.",
+            patterns.join(" or ")
+        ));
+    } else if rules.success_on_exit.is_some() {
+        lines.push(format!("Success: {codes}."));
+    }
+    let hooks = &config.hooks;
+    if hooks.until_failure {
+        lines.push(
+            "--until-failure: the command runs again while it succeeds; its first failure ends the run with its status (0 when every run passed). The sleeps below come between runs."
+                .to_string(),
+        );
+    }
+    if let Some(limit) = hooks.reset_after {
+        lines.push(format!(
+            "--reset-after {}: an attempt that ran at least that long before failing starts the schedule over at retry 1.",
+            human(limit)
+        ));
+    }
+    let shown = |command: &std::ffi::OsString| sanitize_line(&command.to_string_lossy(), 60);
+    if let Some(command) = &hooks.on_retry {
+        let bound = match (config.timeout, config.max_time) {
+            (Some(timeout), _) => format!("at most {} each", human(timeout)),
+            (None, Some(_)) => "within --max-time".to_string(),
+            (None, None) => "unbounded: no --timeout".to_string(),
+        };
+        lines.push(format!(
+            "--on-retry: '{}' runs after each sleep, right before the retry ({bound}; its time comes on top).",
+            shown(command)
+        ));
+    }
+    if let Some(command) = &hooks.on_give_up {
+        lines.push(format!(
+            "--on-give-up: '{}' runs once if the run fails (at most {}).",
+            shown(command),
+            human(config.timeout.unwrap_or(GIVE_UP_LIMIT))
+        ));
+    }
+    lines
 }
 
 pub(crate) fn render(config: &Config) -> String {
@@ -119,6 +182,9 @@ pub(crate) fn render(config: &Config) -> String {
     );
     for warning in &config.warnings {
         let _ = writeln!(out, "Note: {warning}.");
+    }
+    for line in conditions(config) {
+        let _ = writeln!(out, "{line}");
     }
     if !config.splay.is_zero() {
         let _ = writeln!(

@@ -40,7 +40,9 @@ pub(crate) fn generate(
 const ALGORITHM: &[&str] = &[
     "The ceiling for the retry after the n-th failure (n counted from 0) is min(cap, delay * multiplier^n), computed without overflow for any n. The sleep is drawn under it by the jitter kind: none sleeps the ceiling; full draws uniformly from [0, ceiling] (the default: many clients failing together then come back spread out instead of all at once); equal sleeps ceiling/2 plus a uniform draw from [0, ceiling/2]; decorrelated draws min(cap, uniform in [delay, 3 * previous sleep]); a proportion P multiplies the ceiling by a uniform draw from [1-P, 1+P], clamped to the cap.",
     "Retry never sleeps after the last attempt, and with --max-time it never starts a sleep that would end past the budget: it gives up at once instead. An attempt still running when --timeout or --max-time expires gets SIGTERM (and SIGCONT), then SIGKILL after --kill-after.",
-    "A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). The first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent; 5. the command could not be started: permanent; 6. the child died of SIGINT, SIGQUIT or SIGPIPE: the run ends; 7. anything else, including a timed-out attempt: transient. Rules given on the command line come before those of a --preset.",
+    "An attempt succeeds when it exits 0 or with a code in --success-on-exit, in time; with --until-output a line of its output (stdout or stderr) must match as well, or the attempt is not ready yet: a transient failure, unless the hint file or an output rule says otherwise (the exit-code lists do not judge a success code). A run that gives up after an attempt that exited 0 exits 1. A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). The first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent; 5. the command could not be started: permanent; 6. the child died of SIGINT, SIGQUIT or SIGPIPE: the run ends; 7. anything else, including a timed-out attempt: transient. Rules given on the command line come before those of a --preset.",
+    "With --reset-after, an attempt that ran at least that long before failing starts the backoff over: the next ceiling is --delay again. With --until-failure the run is inverted, to hunt a flaky failure: the command runs again (after the policy's sleep) while it succeeds, the first failure ends the run with its status (done outcome permanent), and when the limits end the run first retry exits 0 (outcome success); a run cut short by --max-time is not counted. Attempts are then unlimited unless --attempts is given.",
+    "Hooks are shell commands (/bin/sh -c CMD) treated like attempts: each in its own process group outside a terminal's foreground, terminated (SIGTERM, then SIGKILL after --kill-after) at its limit with whatever it started, and a signal to retry while one runs is passed on and ends the run. Their stdin is /dev/null; their stdout and stderr go to retry's stderr (never to --log-file). --on-retry runs after each backoff sleep, right before the retry, with the RETRY_* variables of the attempt to come; it is bounded by --timeout and --max-time, and its failure is a warning. --on-give-up runs once when the run fails (attempts exhausted, --max-time, a permanent failure), never on success nor when retry is interrupted by a signal; it is bounded by --timeout, else 60 seconds. Each hook is reported as a JSON hook event.",
     "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to retry are passed on to the attempt; retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. If retry is killed outright, the attempt is killed with it.",
 ];
 
@@ -92,6 +94,18 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "Given to the child: a path the attempt may write one word to, which decides over every other rule: 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap). Read after the attempt, removed before the next.",
     ),
     (
+        "RETRY_EXIT",
+        "Given to --on-give-up: the status retry is about to exit with (128+N for signal N).",
+    ),
+    (
+        "RETRY_OUTCOME",
+        "Given to --on-give-up: how the run ended, as the JSON done event's outcome: exhausted, deadline or permanent.",
+    ),
+    (
+        "RETRY_ATTEMPTS",
+        "Given to --on-give-up: the number of attempts that ran.",
+    ),
+    (
         "RETRY_STATE_DIR",
         "Where circuits (--circuit) are kept when --state-dir is not given; else $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
     ),
@@ -125,6 +139,18 @@ const EXAMPLES: &[(&str, &str)] = &[
     (
         "retry --stop-on-output '(?i)no space left' --retry-on-output '(?i)connection reset' -- rsync -a src/ host:dst/",
         "Decide by what the command prints on stderr. Patterns are case-sensitive; (?i) at the start makes one case-insensitive (rsync prints \"No space left on device\").",
+    ),
+    (
+        "retry --until-output '^Running$' -t 5m -- kubectl get pod web -o jsonpath='{.status.phase}'",
+        "Poll until the pod says it is running, for at most five minutes.",
+    ),
+    (
+        "retry --until-failure -d 0 -t 10m --on-retry 'rm -rf /tmp/test-state' -- ./flaky-test.sh",
+        "Hunt a flaky failure: run the test again and again for ten minutes, cleaning up between runs; exit with the first failure's status, or 0 when every run passed.",
+    ),
+    (
+        "retry -n 10 --on-give-up 'notify-send \"backup failed: $RETRY_EXIT\"' -- ./backup.sh",
+        "Alert once when every attempt failed.",
     ),
     (
         "retry --explain --delay 1s --cap 30s --attempts 5",

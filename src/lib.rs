@@ -7,8 +7,8 @@
 //! `tests/integration/house.rs` checks it):
 //! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
 //! `hint`, `child` - `output`, `rules`, `classify`, `decision`, `stdin`,
-//! `deliver` - `attempt`, `report`, `preset`, `circuit`, `generate` - `cli` -
-//! `config` - `explain`, `runner`, `metrics` - `app`.
+//! `deliver` - `attempt`, `hook`, `report`, `preset`, `circuit`, `generate` -
+//! `cli` - `config` - `explain`, `runner`, `metrics` - `app`.
 
 pub mod app;
 mod attempt;
@@ -25,6 +25,7 @@ mod explain;
 mod fd;
 mod generate;
 mod hint;
+mod hook;
 mod metrics;
 mod output;
 mod preset;

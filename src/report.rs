@@ -406,4 +406,32 @@ impl Reporter {
             }
         }
     }
+
+    /// A hook ran: `which` is `on-retry` or `on-give-up`, `command` its
+    /// shell command (for display). Its failure is for the caller to warn of.
+    pub(crate) fn hook(
+        &mut self,
+        which: &str,
+        command: &str,
+        ending: &crate::child::Ending,
+        duration: Duration,
+    ) {
+        if self.verbosity == Verbosity::Quiet {
+            return;
+        }
+        if self.json {
+            self.event(&json!({
+                "event": "hook",
+                "hook": which,
+                "command": command,
+                "exit_code": ending.exit_code(),
+                "signal": ending.signal(),
+                "timed_out": ending.timed_out,
+                "duration_ms": millis(duration),
+            }));
+        } else if self.verbosity == Verbosity::Verbose {
+            let line = format!("--{which}: {} in {}", ending.describe(), human(duration));
+            self.say(DIM, &line);
+        }
+    }
 }

@@ -79,15 +79,29 @@ pub(crate) struct Rules {
     pub(crate) retry_after: bool,
     /// `--stop-on-timeout`: an attempt ended by a time limit is permanent.
     pub(crate) stop_on_timeout: bool,
+    /// `--success-on-exit`: exit codes that count as success, besides 0.
+    pub(crate) success_on_exit: Option<CodeSet>,
+    /// `--until-output`: success also needs a line matching one of these.
+    /// Numbered after every rule set's patterns.
+    pub(crate) until_output: Vec<OutputRule>,
     /// The patterns compiled once; `None` when nothing is scanned for.
     pub(crate) patterns: Option<PatternSet>,
 }
 
 impl Rules {
-    /// Number every output pattern and compile them all.
-    pub(crate) fn new(mut sets: Vec<RuleSet>, retry_after: bool) -> Result<Rules, String> {
+    /// Number every output pattern (the rule sets', then `--until-output`'s)
+    /// and compile them all.
+    pub(crate) fn new(
+        mut sets: Vec<RuleSet>,
+        mut until_output: Vec<OutputRule>,
+        retry_after: bool,
+    ) -> Result<Rules, String> {
         let mut regexes = Vec::new();
-        for rule in sets.iter_mut().flat_map(RuleSet::output_rules_mut) {
+        let rules = sets
+            .iter_mut()
+            .flat_map(RuleSet::output_rules_mut)
+            .chain(until_output.iter_mut());
+        for rule in rules {
             rule.slot = regexes.len();
             regexes.push(rule.regex.clone());
         }
@@ -103,6 +117,8 @@ impl Rules {
             sets,
             retry_after,
             stop_on_timeout: false,
+            success_on_exit: None,
+            until_output,
             patterns,
         })
     }

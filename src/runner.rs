@@ -3,10 +3,12 @@
 //!
 //! Asks `backoff` for sleeps, `attempt` for the next attempt's ending,
 //! `classify` for the verdict, `decision` for what comes next and `report`
-//! for the record. Every wait (the splay, the backoff) is on the signal
-//! self-pipe, so a signal cuts it short at once.
+//! for the record; `hook` runs `--on-retry` before each retry and
+//! `--on-give-up` once a failed run is over. Every wait (the splay, the
+//! backoff, a hook) is on the signal self-pipe, so a signal cuts it short at
+//! once.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
@@ -23,6 +25,7 @@ use crate::deliver::{HeldStdout, error_text};
 use crate::exit::ExitStatus;
 use crate::fd::own_fd;
 use crate::hint::{self, Hint, HintFile};
+use crate::hook::{self, Hook, HookRun};
 use crate::output::ScanResult;
 use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord};
 use crate::signals::{self, SignalEvents};
@@ -88,15 +91,22 @@ pub(crate) fn run(
     let mut attempts = 0;
     let mut last_ending = None;
     let Done {
-        outcome,
+        mut outcome,
         mut status,
-        detail,
+        mut detail,
     } = run.attempts(signals, reporter, &mut attempts, &mut last_ending)?;
     if let Err(problem) = run.deliver(outcome, reporter) {
         // The command succeeded, but its output did not reach its place:
         // retry's own failure. The `done` event keeps the outcome.
         reporter.error(&problem);
         status = ExitStatus::RETRY_FAILED;
+    }
+    if let Some(signal) = run.on_give_up(outcome, status, attempts, signals, reporter) {
+        // A signal to retry ends the run by it, here as anywhere.
+        let interrupted = Done::interrupted(signal);
+        outcome = interrupted.outcome;
+        status = interrupted.status;
+        detail = format!("{} during --on-give-up", interrupted.detail);
     }
     let elapsed = run.started.elapsed();
     reporter.done(&DoneRecord {
@@ -133,6 +143,7 @@ impl<'a> Run<'a> {
             limits: Limits {
                 max_attempts: config.attempts,
                 deadline: config.max_time.map(|limit| started + limit),
+                until_failure: config.hooks.until_failure,
             },
             hint: HintFile::for_run().context("setting up the hint file")?,
             rng,
@@ -170,6 +181,7 @@ impl<'a> Run<'a> {
             let judged = self.attempt(attempt, previous_exit, signals, reporter)?;
             let ending = &judged.outcome.ending;
             previous_exit = Some(ending.shell_status());
+            self.reset_after(&judged, &mut backoff);
             let proposed = self.proposed_sleep(&judged, &mut backoff, reporter);
             let step = decision::next_step(
                 attempt,
@@ -183,8 +195,23 @@ impl<'a> Run<'a> {
             *last_ending = Some(judged.outcome.ending.clone());
             match step {
                 Step::Done(done) => {
-                    if done.outcome == RunOutcome::Interrupted && record.outcome != Class::Success {
+                    // The attempt that ended the run (a signal, or the first
+                    // failure of --until-failure) is no longer transient.
+                    let ended_it = matches!(
+                        done.outcome,
+                        RunOutcome::Interrupted | RunOutcome::Permanent
+                    );
+                    if ended_it && record.outcome != Class::Success {
                         record.outcome = Class::Permanent;
+                    }
+                    let cut_short = self.limits.until_failure
+                        && done.outcome == RunOutcome::Success
+                        && record.outcome != Class::Success;
+                    if cut_short {
+                        // --until-failure: a run cut short by --max-time.
+                        record
+                            .reason
+                            .push_str("; cut short by --max-time, not counted");
                     }
                     reporter.attempt(&record, None);
                     if self.stdin.spool_failure().is_some() {
@@ -223,9 +250,125 @@ impl<'a> Run<'a> {
                     {
                         return Ok(Done::interrupted(signal));
                     }
+                    let previous = &judged.outcome.ending;
+                    if let Some(done) = self.on_retry(attempt + 1, previous, signals, reporter) {
+                        return Ok(done);
+                    }
                 }
             }
         }
+    }
+
+    /// `--reset-after`: a failed attempt that ran at least that long (the
+    /// command was healthy for a while) starts the backoff over.
+    fn reset_after(&self, judged: &Judged, backoff: &mut Backoff<'_>) {
+        let ran_long = self
+            .config
+            .hooks
+            .reset_after
+            .is_some_and(|limit| judged.outcome.duration >= limit);
+        if ran_long && judged.verdict.class != Class::Success {
+            backoff.reset();
+        }
+    }
+
+    /// `--on-retry`, before attempt `next` (after the sleep): `Some` when
+    /// the run ends instead (a signal, or `--max-time` ran out meanwhile).
+    /// It is bounded like an attempt, by `--timeout` and `--max-time`.
+    fn on_retry(
+        &mut self,
+        next: u64,
+        previous: &Ending,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Option<Done> {
+        let config = self.config;
+        let command = config.hooks.on_retry.as_ref()?;
+        // The attempt's own variables, but not its hint file: a word the
+        // hook left there would be taken for the attempt's.
+        let env = child_env(
+            next,
+            config.attempts,
+            &self.id,
+            Some(previous.shell_status()),
+            &self.hint,
+        )
+        .into_iter()
+        .filter(|(name, _)| *name != "RETRY_HINT_FILE")
+        .collect();
+        let deadline = [
+            config.timeout.map(|t| Instant::now() + t),
+            self.limits.deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let hook = Hook {
+            command,
+            env,
+            own_group: self.own_group,
+            inherited: signals.inherited,
+            deadline,
+            kill_after: config.kill_after,
+        };
+        let ran = hook::run(hook, &mut signals.events);
+        report_hook("on-retry", command, &ran, reporter, "retrying anyway");
+        decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now())
+    }
+
+    /// `--on-give-up`, once the run has failed (not under `--until-failure`,
+    /// whose first failure is what it looks for). It sees the status retry
+    /// is about to end with, the outcome and the number of attempts, and is
+    /// bounded by `--timeout`, else [`hook::GIVE_UP_LIMIT`]. A signal to
+    /// retry before or during it is returned.
+    fn on_give_up(
+        &mut self,
+        outcome: RunOutcome,
+        status: ExitStatus,
+        attempts: u64,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Option<i32> {
+        let config = self.config;
+        let command = config.hooks.on_give_up.as_ref()?;
+        if !outcome.gave_up() || config.hooks.until_failure {
+            return None;
+        }
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            return Some(signal);
+        }
+        let env = vec![
+            ("RETRY_EXIT", status.as_number().to_string().into()),
+            ("RETRY_OUTCOME", outcome.as_str().into()),
+            ("RETRY_ATTEMPTS", attempts.to_string().into()),
+            (
+                "RETRY_MAX_ATTEMPTS",
+                config
+                    .attempts
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+                    .into(),
+            ),
+            ("RETRY_RUN_ID", self.id.as_str().into()),
+        ];
+        let limit = config.timeout.unwrap_or(hook::GIVE_UP_LIMIT);
+        let hook = Hook {
+            command,
+            env,
+            own_group: self.own_group,
+            inherited: signals.inherited,
+            deadline: Some(Instant::now() + limit),
+            kill_after: config.kill_after,
+        };
+        let ran = hook::run(hook, &mut signals.events);
+        report_hook(
+            "on-give-up",
+            command,
+            &ran,
+            reporter,
+            "retry ends as it would have",
+        );
+        ran.ending.interrupted
     }
 
     /// `--splay`: a random sleep before the first attempt; a signal that
@@ -435,6 +578,25 @@ impl<'a> Run<'a> {
             None => (backoff.next(&mut self.rng), SleepSource::Backoff),
         }
     }
+}
+
+/// The `hook` event, and a warning when the hook failed (`then`: what retry
+/// does all the same). A hook cut short by a signal to retry is no failure
+/// of its own: the run's end says why.
+fn report_hook(which: &str, command: &OsStr, ran: &HookRun, reporter: &mut Reporter, then: &str) {
+    let text = command.to_string_lossy();
+    reporter.hook(which, &text, &ran.ending, ran.duration);
+    if ran.ending.succeeded() || ran.ending.interrupted.is_some() {
+        return;
+    }
+    reporter.warning(
+        "hook",
+        &format!(
+            "--{which} '{}' failed: {}; {then}",
+            sanitize_line(&text, 60),
+            ran.ending.describe()
+        ),
+    );
 }
 
 fn retry_after_header(scan: &ScanResult) -> Option<Duration> {

@@ -241,6 +241,31 @@ impl std::fmt::Debug for CodeSet {
     }
 }
 
+/// As it is written on the command line: `1,7,28,52-56`.
+impl std::fmt::Display for CodeSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut items = Vec::new();
+        let mut code = 0;
+        while code < 256 {
+            if !self.0[code] {
+                code += 1;
+                continue;
+            }
+            let start = code;
+            while code + 1 < 256 && self.0[code + 1] {
+                code += 1;
+            }
+            items.push(if start == code {
+                start.to_string()
+            } else {
+                format!("{start}-{code}")
+            });
+            code += 1;
+        }
+        f.write_str(&items.join(","))
+    }
+}
+
 impl CodeSet {
     pub fn contains(&self, code: i32) -> bool {
         (0..256).contains(&code) && self.0[code as usize]
@@ -434,5 +459,13 @@ mod tests {
         }
         assert!(parse_codes("1-").unwrap_err().contains("needs both ends"));
         assert!(parse_codes("300").unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn code_lists_print_as_written() {
+        for text in ["1,7,28,52-56", "0", "0-255", "3,5-6,255"] {
+            assert_eq!(parse_codes(text).unwrap().to_string(), text);
+        }
+        assert_eq!(parse_codes("7,1,2,3").unwrap().to_string(), "1-3,7");
     }
 }

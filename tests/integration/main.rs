@@ -9,6 +9,7 @@
 mod circuit;
 mod core;
 mod fleet;
+mod hooks;
 mod hostile;
 mod house;
 mod io;
