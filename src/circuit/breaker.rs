@@ -57,6 +57,58 @@ pub(crate) struct CircuitState {
     pub(crate) updated_ms: u64,
 }
 
+/// The latest time a stored state may name: the last millisecond of the
+/// year 9999, the last one an RFC 3339 timestamp can show.
+pub(crate) const LATEST_MS: u64 = 253_402_300_799_999;
+
+/// The longest cooldown a stored state may carry: 100 years, the longest
+/// duration any flag accepts.
+pub(crate) const LONGEST_COOLDOWN_MS: u64 = 36_525 * 24 * 3600 * 1000;
+
+/// More failed runs in a row than any real circuit sees (one a second for
+/// thirty years).
+pub(crate) const MOST_FAILURES: u32 = 1_000_000_000;
+
+impl CircuitState {
+    /// Whether a decoded state is in range. Stored states come from files
+    /// and servers others may write: a time past the year 9999 cannot be
+    /// printed, a pid past `i32::MAX` names a process group, a host with
+    /// control characters would forge lines in messages. Times before 2000
+    /// are harmless (they are past) and are what a host with an unset clock
+    /// writes, so they are allowed.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let time = |what: &str, ms: u64| {
+            if ms > LATEST_MS {
+                Err(format!("{what} {ms} is past the year 9999"))
+            } else {
+                Ok(())
+            }
+        };
+        time("open_until_ms", self.open_until_ms.unwrap_or(0))?;
+        time("updated_ms", self.updated_ms)?;
+        if self.cooldown_ms > LONGEST_COOLDOWN_MS {
+            return Err(format!(
+                "cooldown_ms {} is longer than 100 years",
+                self.cooldown_ms
+            ));
+        }
+        if self.failures > MOST_FAILURES {
+            return Err(format!("failures {} is out of range", self.failures));
+        }
+        if let Some(probe) = &self.probe {
+            time("probe.started_ms", probe.started_ms)?;
+            time("probe.lease_until_ms", probe.lease_until_ms)?;
+            if probe.pid == 0 || probe.pid > i32::MAX as u32 {
+                return Err(format!("probe.pid {} is no process id", probe.pid));
+            }
+            if probe.host.len() > 255 || probe.host.chars().any(char::is_control) {
+                return Err("probe.host is no host name".into());
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Settings {
     pub(crate) threshold: u32,
@@ -342,6 +394,48 @@ mod tests {
             admit(&mut state, &s, MIN + 6, &me(2), alive),
             Admission::Probe
         );
+    }
+
+    #[test]
+    fn out_of_range_states_are_refused() {
+        assert_eq!(opened().check(), Ok(()));
+        let far = CircuitState {
+            open_until_ms: Some(300_000_000_000_000),
+            ..opened()
+        };
+        assert!(far.check().unwrap_err().contains("9999"));
+        let last = CircuitState {
+            open_until_ms: Some(LATEST_MS),
+            updated_ms: LATEST_MS,
+            ..opened()
+        };
+        assert_eq!(last.check(), Ok(()));
+        let long = CircuitState {
+            cooldown_ms: LONGEST_COOLDOWN_MS + 1,
+            ..opened()
+        };
+        assert!(long.check().is_err());
+        let many = CircuitState {
+            failures: u32::MAX,
+            ..opened()
+        };
+        assert!(many.check().is_err());
+        let probe = |host: &str, pid: u32, lease: u64| CircuitState {
+            phase: Phase::HalfOpen,
+            probe: Some(Probe {
+                host: host.into(),
+                pid,
+                started_ms: 0,
+                lease_until_ms: lease,
+            }),
+            ..opened()
+        };
+        assert_eq!(probe("h", 42, LATEST_MS).check(), Ok(()));
+        assert!(probe("h", 42, LATEST_MS + 1).check().is_err());
+        assert!(probe("h", 0, 0).check().is_err());
+        assert!(probe("h", u32::MAX, 0).check().is_err());
+        assert!(probe("h\nretry: forged", 42, 0).check().is_err());
+        assert!(probe(&"h".repeat(256), 42, 0).check().is_err());
     }
 
     #[test]

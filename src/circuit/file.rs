@@ -1,164 +1,420 @@
-//! The embedded store: one JSON file per circuit in a state directory.
+//! The embedded store: one JSON file per record (`NAME.json` for a
+//! circuit) in a state directory.
 //!
+//! - Trust: the state directory is reached only through directories that
+//!   root or we own and no one else can write (see `dir`), and every file
+//!   in it is opened relative to that checked directory with `O_NOFOLLOW`:
+//!   a symlink, FIFO or device where a state or lock file should be is never
+//!   followed or opened for reading. Files are created 0600.
 //! - Concurrency: every update holds an exclusive `flock` on `NAME.lock`
-//!   (the kernel queues the waiters; no sleep-and-retry loop). The lock is on
-//!   a file of its own because the state file is replaced, not rewritten.
-//! - Crash safety: the new state is written to a temporary file, fsynced and
-//!   renamed over the old one, so a crash or SIGKILL at any instant leaves
-//!   the old state or the new one, never a torn one.
-//! - Safety: files are created 0600; a state directory that another user
-//!   could write to (or that is not ours) is refused, since whoever can write
-//!   it can open our circuits.
+//!   (a file of its own, since the state file is replaced, not rewritten).
+//!   The lock is taken without blocking, in a loop of short sleeps, so the
+//!   wait for a lock another process holds ends at the store's time limit
+//!   (`--state-timeout`) with an error, never hangs.
+//! - Bounded: a state file is read up to [`MAX_RECORD_BYTES`]; anything
+//!   larger is corrupt, and the caller treats it as the record's default.
+//! - Crash safety: the new state is written to an unnamed temporary file
+//!   (`O_TMPFILE`) in the directory, fsynced, linked in under a temporary
+//!   name and renamed over the old one; a crash or SIGKILL at any instant
+//!   leaves the old state or the new one, never a torn one. Where the file
+//!   system has no `O_TMPFILE`, a named temporary file does the same.
+//!   Either way, a temporary name a killed writer left behind is removed by
+//!   the next update, which holds the lock and so knows that no writer of
+//!   that record is still at work.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+mod dir;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::FlockOperation;
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
 
-use super::breaker::CircuitState;
-use super::store::{Store, Updated};
+use super::store::{Change, Kind, Loaded, MAX_RECORD_BYTES, Store, too_large};
 
 pub(crate) struct FileStore {
+    /// For messages.
     dir: PathBuf,
+    /// The checked state directory: every file is reached through it.
+    fd: OwnedFd,
+    /// The longest wait for a lock.
+    timeout: Duration,
+    /// Write through `O_TMPFILE` when the file system has it (tests turn
+    /// it off to try the named fallback).
+    unnamed: bool,
+}
+
+/// The file names of one record.
+struct Names {
+    /// `{prefix}NAME`: the stem of every name below.
+    stem: String,
+    json: String,
+    lock: String,
+}
+
+impl Names {
+    fn new(kind: &Kind, name: &str) -> Names {
+        let stem = format!("{}{name}", kind.file_prefix);
+        Names {
+            json: format!("{stem}.json"),
+            lock: format!("{stem}.lock"),
+            stem,
+        }
+    }
+
+    /// A fresh temporary name: `.STEM.XXXXXX.tmp`, six letters or digits,
+    /// as the `tempfile` crate (used before) makes them.
+    fn temporary(&self) -> String {
+        const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        let random: String = (0..6)
+            .map(|_| char::from(CHARS[rand::random_range(0..CHARS.len())]))
+            .collect();
+        format!(".{}.{random}.tmp", self.stem)
+    }
+
+    /// Whether `file` is one of this record's temporary names (and not,
+    /// say, one of `STEM.other`'s).
+    fn is_temporary(&self, file: &[u8]) -> bool {
+        let random = file
+            .strip_prefix(b".")
+            .and_then(|rest| rest.strip_prefix(self.stem.as_bytes()))
+            .and_then(|rest| rest.strip_prefix(b"."))
+            .and_then(|rest| rest.strip_suffix(b".tmp"));
+        random.is_some_and(|r| r.len() == 6 && r.iter().all(u8::is_ascii_alphanumeric))
+    }
+}
+
+/// What a non-regular file is, for messages.
+fn file_type_name(mode: u32) -> &'static str {
+    match FileType::from_raw_mode(mode) {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symlink",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "not a regular file",
+    }
+}
+
+fn is_regular(mode: u32) -> bool {
+    FileType::from_raw_mode(mode) == FileType::RegularFile
 }
 
 impl FileStore {
-    /// Use `dir`, creating it (0700) if missing; refuse it if it is not
-    /// owned by us or is writable by group or others.
-    pub(crate) fn open(dir: &Path) -> Result<FileStore> {
-        if !dir.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| format!("creating the state directory {}", dir.display()))?;
-        }
-        let meta =
-            std::fs::metadata(dir).with_context(|| format!("state directory {}", dir.display()))?;
-        if !meta.is_dir() {
-            bail!("state directory {} is not a directory", dir.display());
-        }
-        let uid = rustix::process::geteuid().as_raw();
-        if meta.uid() != uid {
-            bail!(
-                "state directory {} belongs to uid {}, not to us (uid {uid}): refusing it",
-                dir.display(),
-                meta.uid()
-            );
-        }
-        if meta.mode() & 0o022 != 0 {
-            bail!(
-                "state directory {} is writable by others (mode {:o}): refusing it, since anyone who can write there can open your circuits (chmod go-w it)",
-                dir.display(),
-                meta.mode() & 0o7777
-            );
-        }
+    /// Use `dir`, creating it (0700) if missing; refuse it unless it and
+    /// every directory above it are safe from other users (see `dir`).
+    /// `timeout` bounds the wait for a lock another process holds.
+    pub(crate) fn open(dir: &Path, timeout: Duration) -> Result<FileStore> {
+        let fd = dir::open_private(dir)?;
         Ok(FileStore {
             dir: dir.to_path_buf(),
+            fd,
+            timeout,
+            unnamed: true,
         })
     }
 
-    fn state_path(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("{name}.json"))
-    }
-
-    fn lock(&self, name: &str) -> Result<File> {
-        let path = self.dir.join(format!("{name}.lock"));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("opening the lock file {}", path.display()))?;
-        rustix::fs::flock(&file, FlockOperation::LockExclusive)
-            .with_context(|| format!("locking {}", path.display()))?;
-        Ok(file)
-    }
-
-    /// Read the state; a missing file is a closed circuit, an unreadable or
-    /// corrupt one too, with a warning (it must never block jobs forever).
-    fn load(&self, name: &str) -> (CircuitState, Option<String>) {
-        let path = self.state_path(name);
-        match std::fs::read(&path) {
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                (CircuitState::default(), None)
-            }
-            Err(err) => (
-                CircuitState::default(),
-                Some(format!(
-                    "cannot read the circuit state {}: {err}; treating the circuit as closed",
-                    path.display()
-                )),
-            ),
-            Ok(bytes) => match serde_json::from_slice(&bytes) {
-                Ok(state) => (state, None),
-                Err(err) => (
-                    CircuitState::default(),
-                    Some(format!(
-                        "the circuit state {} is corrupt ({err}); treating the circuit as closed",
-                        path.display()
-                    )),
-                ),
-            },
+    /// What stands at `file` when it is not a regular file (not following
+    /// a symlink), so that a FIFO or device is never even opened.
+    fn special(&self, file: &str) -> Result<Option<&'static str>> {
+        match rustix::fs::statat(&self.fd, file, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if !is_regular(stat.st_mode) => Ok(Some(file_type_name(stat.st_mode))),
+            Ok(_) | Err(Errno::NOENT) => Ok(None),
+            Err(err) => Err(err).with_context(|| format!("{}", self.dir.join(file).display())),
         }
     }
 
-    fn store(&self, name: &str, state: &CircuitState) -> Result<()> {
-        let path = self.state_path(name);
-        // tempfile creates it 0600, in the same directory, so the rename is atomic.
-        let mut temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .with_context(|| format!("creating a temporary file in {}", self.dir.display()))?;
-        let mut text = serde_json::to_vec_pretty(state)?;
-        text.push(b'\n');
-        temp.write_all(&text).context("writing the circuit state")?;
-        temp.as_file()
-            .sync_all()
-            .context("syncing the circuit state")?;
-        temp.persist(&path)
-            .with_context(|| format!("replacing {}", path.display()))?;
+    /// Take the record's lock: without blocking, retried after short
+    /// sleeps (1 ms, doubling up to 50 ms) until the store's time limit.
+    /// Signals arriving meanwhile wait in retry's signal queue, and the
+    /// run acts on them right after.
+    fn lock(&self, names: &Names) -> Result<OwnedFd> {
+        let path = self.dir.join(&names.lock);
+        if let Some(what) = self.special(&names.lock)? {
+            bail!(
+                "the lock file {} is {what}: refusing to open it (remove it)",
+                path.display()
+            );
+        }
+        let fd = match rustix::fs::openat(
+            &self.fd,
+            names.lock.as_str(),
+            OFlags::RDWR
+                | OFlags::CREATE
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::NOCTTY
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP) => bail!(
+                "the lock file {} is a symlink: refusing to follow it (remove it)",
+                path.display()
+            ),
+            Err(err) => {
+                return Err(err)
+                    .with_context(|| format!("opening the lock file {}", path.display()));
+            }
+        };
+        let stat = rustix::fs::fstat(&fd).with_context(|| format!("{}", path.display()))?;
+        if !is_regular(stat.st_mode) {
+            bail!(
+                "the lock file {} is {}: refusing it (remove it)",
+                path.display(),
+                file_type_name(stat.st_mode)
+            );
+        }
+        let started = Instant::now();
+        let deadline = started.checked_add(self.timeout);
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(fd),
+                Err(Errno::WOULDBLOCK | Errno::INTR) => {}
+                Err(err) => {
+                    return Err(err).with_context(|| format!("locking {}", path.display()));
+                }
+            }
+            let left = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                None => pause,
+            };
+            if left.is_zero() {
+                bail!(
+                    "could not lock {} within {} (held by another process)",
+                    self.dir.join(&names.json).display(),
+                    crate::values::human(self.timeout)
+                );
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Remove temporary files a killed writer of this record left behind.
+    /// Called with the lock held: no writer of this record is at work, so
+    /// every one of its temporary names is stale.
+    fn remove_temporaries(&self, names: &Names) {
+        let Ok(entries) = rustix::fs::Dir::read_from(&self.fd) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let file = entry.file_name();
+            if names.is_temporary(file.to_bytes()) {
+                let _ = rustix::fs::unlinkat(&self.fd, file, AtFlags::empty());
+            }
+        }
+    }
+
+    /// Read the record, bounded: a missing file is `Missing`; a symlink,
+    /// FIFO, device or oversized file is corrupt (never followed, opened
+    /// or read whole).
+    fn load(&self, names: &Names) -> Loaded {
+        match self.special(&names.json) {
+            Ok(Some(what)) => {
+                return Loaded::Corrupt(format!("it is {what}, not a regular file; not opened"));
+            }
+            Ok(None) => {}
+            Err(err) => return Loaded::Unreadable(err.root_cause().to_string()),
+        }
+        let fd = match rustix::fs::openat(
+            &self.fd,
+            names.json.as_str(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Loaded::Missing,
+            Err(Errno::LOOP) => {
+                return Loaded::Corrupt("it is a symlink, not a regular file; not followed".into());
+            }
+            Err(err) => return Loaded::Unreadable(err.to_string()),
+        };
+        match rustix::fs::fstat(&fd) {
+            Ok(stat) if is_regular(stat.st_mode) => {}
+            Ok(stat) => {
+                return Loaded::Corrupt(format!(
+                    "it is {}, not a regular file",
+                    file_type_name(stat.st_mode)
+                ));
+            }
+            Err(err) => return Loaded::Unreadable(err.to_string()),
+        }
+        let mut bytes = Vec::new();
+        match File::from(fd)
+            .take(MAX_RECORD_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+        {
+            Ok(_) if bytes.len() > MAX_RECORD_BYTES => Loaded::Corrupt(too_large()),
+            Ok(_) => Loaded::Bytes(bytes),
+            Err(err) => Loaded::Unreadable(err.to_string()),
+        }
+    }
+
+    /// Replace the record with `text`, atomically and durably.
+    fn store(&self, names: &Names, text: &[u8]) -> Result<()> {
+        if !(self.unnamed && self.write_unnamed(names, text)?) {
+            self.write_named(names, text)?;
+        }
         // Make the rename itself durable.
-        File::open(&self.dir)
-            .and_then(|dir| dir.sync_all())
-            .with_context(|| format!("syncing {}", self.dir.display()))?;
+        rustix::fs::fsync(&self.fd).with_context(|| format!("syncing {}", self.dir.display()))?;
+        Ok(())
+    }
+
+    /// Write through an unnamed temporary file; `false` when the file
+    /// system (or a missing /proc) does not allow it, with nothing left
+    /// behind.
+    fn write_unnamed(&self, names: &Names, text: &[u8]) -> Result<bool> {
+        let fd = match rustix::fs::openat(
+            &self.fd,
+            ".",
+            OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => return Ok(false),
+            Err(err) => {
+                return Err(err).with_context(|| {
+                    format!("creating a temporary file in {}", self.dir.display())
+                });
+            }
+        };
+        Self::fill(&fd, text)?;
+        // A file without a name cannot be renamed over the state: give it
+        // a temporary name first (through /proc, or AT_EMPTY_PATH where
+        // /proc is missing and we may), then rename that.
+        let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        for _ in 0..8 {
+            let temp = names.temporary();
+            let linked = rustix::fs::linkat(
+                rustix::fs::CWD,
+                proc_path.as_str(),
+                &self.fd,
+                temp.as_str(),
+                AtFlags::SYMLINK_FOLLOW,
+            )
+            .or_else(|err| match err {
+                Errno::NOENT => {
+                    rustix::fs::linkat(fd.as_fd(), "", &self.fd, temp.as_str(), AtFlags::EMPTY_PATH)
+                }
+                err => Err(err),
+            });
+            match linked {
+                Ok(()) => return self.rename_into_place(&temp, names).map(|()| true),
+                Err(Errno::EXIST) => {}
+                Err(_) => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Write through a named temporary file, removed on failure.
+    fn write_named(&self, names: &Names, text: &[u8]) -> Result<()> {
+        let mut attempts = 0;
+        let (fd, temp) = loop {
+            let temp = names.temporary();
+            match rustix::fs::openat(
+                &self.fd,
+                temp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(fd) => break (fd, temp),
+                Err(Errno::EXIST) if attempts < 8 => attempts += 1,
+                Err(err) => {
+                    return Err(err).with_context(|| {
+                        format!("creating a temporary file in {}", self.dir.display())
+                    });
+                }
+            }
+        };
+        if let Err(err) = Self::fill(&fd, text) {
+            let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
+            return Err(err);
+        }
+        self.rename_into_place(&temp, names)
+    }
+
+    /// Mode 0600 on the descriptor (whatever the umask), the text, fsync.
+    fn fill(fd: &OwnedFd, text: &[u8]) -> Result<()> {
+        rustix::fs::fchmod(fd, Mode::from_raw_mode(0o600)).context("setting the state's mode")?;
+        let mut file = File::from(fd.try_clone().context("writing the state")?);
+        file.write_all(text).context("writing the state")?;
+        file.sync_all().context("syncing the state")?;
+        Ok(())
+    }
+
+    fn rename_into_place(&self, temp: &str, names: &Names) -> Result<()> {
+        if let Err(err) = rustix::fs::renameat(&self.fd, temp, &self.fd, names.json.as_str()) {
+            let _ = rustix::fs::unlinkat(&self.fd, temp, AtFlags::empty());
+            return Err(err)
+                .with_context(|| format!("replacing {}", self.dir.join(&names.json).display()));
+        }
         Ok(())
     }
 }
 
 impl Store for FileStore {
-    fn update(&self, name: &str, change: &mut dyn FnMut(&mut CircuitState)) -> Result<Updated> {
-        let _lock = self.lock(name)?;
-        let (mut state, warning) = self.load(name);
-        let before = state.clone();
-        change(&mut state);
-        if state != before || warning.is_some() {
-            self.store(name, &state)?;
+    fn update_blob(&self, kind: &Kind, name: &str, change: &mut Change<'_>) -> Result<()> {
+        let names = Names::new(kind, name);
+        let _lock = self.lock(&names)?;
+        self.remove_temporaries(&names);
+        let loaded = self.load(&names);
+        if let Some(value) = change(&loaded)? {
+            let mut text = serde_json::to_vec_pretty(&value)?;
+            text.push(b'\n');
+            self.store(&names, &text)?;
         }
-        Ok(Updated { state, warning })
+        Ok(())
     }
 
-    fn describe(&self, name: &str) -> String {
-        self.state_path(name).display().to_string()
+    fn location(&self, kind: &Kind, name: &str) -> String {
+        self.dir
+            .join(Names::new(kind, name).json)
+            .display()
+            .to_string()
+    }
+
+    fn describe_record(&self, kind: &Kind, name: &str) -> String {
+        self.location(kind, name)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::circuit::breaker::Phase;
-    use std::os::unix::fs::PermissionsExt;
+    use crate::circuit::breaker::{CircuitState, Phase};
+    use crate::circuit::store::CIRCUIT;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn private() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
 
     #[test]
     fn state_round_trips_and_files_are_private() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(&dir.path().join("state")).unwrap();
+        let store = FileStore::open(&dir.path().join("state"), SECOND).unwrap();
         let updated = store
             .update("job", &mut |state| {
                 state.failures = 2;
@@ -175,12 +431,16 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let dir_mode = std::fs::metadata(dir.path().join("state")).unwrap().mode();
         assert_eq!(dir_mode & 0o777, 0o700);
+        // The format on disk is unchanged: pretty JSON and a newline.
+        let text = std::fs::read_to_string(dir.path().join("state/job.json")).unwrap();
+        let expected = serde_json::to_string_pretty(&again.state).unwrap() + "\n";
+        assert_eq!(text, expected);
     }
 
     #[test]
     fn a_corrupt_state_is_reported_and_read_as_closed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(dir.path()).unwrap();
+        let dir = private();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
         std::fs::write(dir.path().join("job.json"), "{\"phase\": \"op").unwrap();
         let updated = store.update("job", &mut |_| {}).unwrap();
         assert!(updated.warning.unwrap().contains("corrupt"));
@@ -191,7 +451,201 @@ mod tests {
     fn a_directory_writable_by_others_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let err = FileStore::open(dir.path()).err().unwrap();
+        let err = FileStore::open(dir.path(), SECOND).err().unwrap();
         assert!(err.to_string().contains("writable by others"), "{err}");
+    }
+
+    #[test]
+    fn an_oversized_state_is_corrupt_and_not_read_whole() {
+        let dir = private();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        // A valid open state, padded past the bound.
+        let open = serde_json::json!({
+            "phase": "open", "failures": 3, "open_until_ms": crate::circuit::now_ms() + 3_600_000,
+            "cooldown_ms": 3_600_000, "probe": null, "updated_ms": 0
+        });
+        let mut text = " ".repeat(MAX_RECORD_BYTES);
+        text.push_str(&open.to_string());
+        std::fs::write(dir.path().join("job.json"), &text).unwrap();
+        let updated = store.update("job", &mut |_| {}).unwrap();
+        let warning = updated.warning.unwrap();
+        assert!(
+            warning.contains("corrupt") && warning.contains("64 KiB"),
+            "{warning}"
+        );
+        assert_eq!(updated.state.phase, Phase::Closed);
+        // Just under the bound is read.
+        std::fs::write(dir.path().join("job.json"), open.to_string()).unwrap();
+        assert_eq!(
+            store.update("job", &mut |_| {}).unwrap().state.phase,
+            Phase::Open
+        );
+    }
+
+    #[test]
+    fn a_symlinked_state_file_is_not_followed_and_its_target_is_untouched() {
+        let dir = private();
+        let outside = private();
+        let target = outside.path().join("target.json");
+        let open = serde_json::json!({
+            "phase": "open", "failures": 3, "open_until_ms": crate::circuit::now_ms() + 3_600_000,
+            "cooldown_ms": 3_600_000, "probe": null, "updated_ms": 0
+        })
+        .to_string();
+        std::fs::write(&target, &open).unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("job.json")).unwrap();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        let updated = store.update("job", &mut |_| {}).unwrap();
+        assert!(updated.warning.unwrap().contains("symlink"));
+        assert_eq!(updated.state.phase, Phase::Closed);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), open);
+        // The link itself was replaced by a regular file.
+        assert!(
+            std::fs::symlink_metadata(dir.path().join("job.json"))
+                .unwrap()
+                .is_file()
+        );
+    }
+
+    #[test]
+    fn a_fifo_state_file_is_not_opened() {
+        let dir = private();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            dir.path().join("job.json"),
+            Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        let started = Instant::now();
+        let updated = store.update("job", &mut |_| {}).unwrap();
+        assert!(started.elapsed() < SECOND);
+        assert!(updated.warning.unwrap().contains("FIFO"));
+        assert!(
+            std::fs::symlink_metadata(dir.path().join("job.json"))
+                .unwrap()
+                .is_file()
+        );
+    }
+
+    #[test]
+    fn a_special_or_symlinked_lock_file_is_refused() {
+        let dir = private();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            dir.path().join("f.lock"),
+            Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let err = store.update("f", &mut |_| {}).err().unwrap().to_string();
+        assert!(err.contains("FIFO"), "{err}");
+        let elsewhere = private();
+        std::os::unix::fs::symlink(elsewhere.path().join("x"), dir.path().join("s.lock")).unwrap();
+        let err = store.update("s", &mut |_| {}).err().unwrap().to_string();
+        assert!(err.contains("symlink"), "{err}");
+        assert!(!elsewhere.path().join("x").exists());
+    }
+
+    #[test]
+    fn a_held_lock_times_out_instead_of_hanging() {
+        let dir = private();
+        let store = FileStore::open(dir.path(), Duration::from_millis(200)).unwrap();
+        store.update("held", &mut |_| {}).unwrap();
+        let holder = File::open(dir.path().join("held.lock")).unwrap();
+        rustix::fs::flock(&holder, FlockOperation::LockExclusive).unwrap();
+        let started = Instant::now();
+        let err = store.update("held", &mut |_| {}).err().unwrap().to_string();
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(200) && waited < SECOND,
+            "{waited:?}"
+        );
+        assert!(
+            err.contains("could not lock") && err.contains("within 200ms"),
+            "{err}"
+        );
+        assert!(err.contains("held by another process"), "{err}");
+        drop(holder);
+        store.update("held", &mut |_| {}).unwrap();
+    }
+
+    #[test]
+    fn updates_leave_no_temporary_files_either_way() {
+        for unnamed in [true, false] {
+            let dir = private();
+            let mut store = FileStore::open(dir.path(), SECOND).unwrap();
+            store.unnamed = unnamed;
+            for failures in 1..4 {
+                store.update("job", &mut |s| s.failures = failures).unwrap();
+            }
+            assert_eq!(
+                names_in(dir.path()),
+                ["job.json", "job.lock"],
+                "unnamed: {unnamed}"
+            );
+            let mode = std::fs::metadata(dir.path().join("job.json"))
+                .unwrap()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+            assert_eq!(store.update("job", &mut |_| {}).unwrap().state.failures, 3);
+        }
+    }
+
+    #[test]
+    fn stale_temporary_files_of_the_record_are_removed_under_the_lock() {
+        let dir = private();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        for file in [
+            ".job.AbC123.tmp",
+            ".job.x.AbC123.tmp",
+            ".job.toolong1.tmp",
+            "other",
+        ] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+        }
+        store.update("job", &mut |_| {}).unwrap();
+        assert_eq!(
+            names_in(dir.path()),
+            [
+                ".job.toolong1.tmp",
+                ".job.x.AbC123.tmp",
+                "job.lock",
+                "other"
+            ]
+        );
+    }
+
+    #[test]
+    fn another_kind_of_record_has_files_of_its_own() {
+        let kind = Kind {
+            file_prefix: "budget-",
+            ..CIRCUIT
+        };
+        let dir = private();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        store
+            .update_blob(&kind, "api", &mut |loaded| {
+                assert!(matches!(loaded, Loaded::Missing));
+                Ok(Some(serde_json::json!({"tokens": 3})))
+            })
+            .unwrap();
+        store.update("api", &mut |s| s.failures = 1).unwrap();
+        assert_eq!(
+            names_in(dir.path()),
+            ["api.json", "api.lock", "budget-api.json", "budget-api.lock"]
+        );
+        store
+            .update_blob(&kind, "api", &mut |loaded| {
+                match loaded {
+                    Loaded::Bytes(bytes) => assert_eq!(
+                        serde_json::from_slice::<serde_json::Value>(bytes).unwrap()["tokens"],
+                        3
+                    ),
+                    other => panic!("{other:?}"),
+                }
+                Ok(None)
+            })
+            .unwrap();
     }
 }

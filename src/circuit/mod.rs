@@ -236,6 +236,6 @@ pub(crate) fn open(config: &CircuitConfig) -> Result<Circuit> {
         Some(dir) => dir.clone(),
         None => default_state_dir()?,
     };
-    let store = file::FileStore::open(&dir)?;
+    let store = file::FileStore::open(&dir, config.store_timeout)?;
     Ok(Circuit::new(&config.name, Box::new(store), config.settings))
 }

@@ -1,126 +1,198 @@
 //! The fleet store: circuits in Redis, shared by every host that names the
 //! same circuit and points at the same server.
 //!
-//! - Atomic on the server: each update is a WATCH / GET / MULTI / SET / EXEC
-//!   transaction, retried when another host changed the key in between, so
-//!   two hosts can never both claim the half-open probe.
-//! - Keys (`retry:circuit:NAME`) carry a TTL, so an abandoned circuit
-//!   disappears by itself; the TTL is far longer than any cooldown or probe.
-//! - A short connect and command timeout: an unreachable or slow server
-//!   makes the update fail quickly, and the caller then runs the job as if
-//!   the circuit were closed. Retry never hangs, or blocks a job, on Redis.
+//! - Atomic on the server: each update is a WATCH / read / MULTI / SET /
+//!   EXEC transaction, retried when another host changed the key in
+//!   between, so two hosts can never both claim the half-open probe.
+//! - Keys (`retry:circuit:NAME`; other kinds of record under their own
+//!   prefix) carry a TTL, so an abandoned circuit disappears by itself; the
+//!   TTL is far longer than any cooldown or probe.
+//! - One deadline (`--state-timeout`) for the whole exchange: connecting,
+//!   AUTH and SELECT, the transaction and its retries (see `resp`). An
+//!   unreachable, slow or dribbling server makes the update fail by then,
+//!   and the caller runs the job as if the circuit were closed. Retry never
+//!   hangs, or blocks a job, on Redis.
+//! - Bounded: the value is read with GETRANGE up to one byte past the
+//!   largest record, so an oversized value is never transferred, and is
+//!   corrupt. Everything the server says reaches messages as one line.
+
+mod resp;
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use redis::{Commands, ConnectionLike};
+use anyhow::Result;
 
-use super::breaker::CircuitState;
-use super::store::{Store, Updated};
+use super::store::{Change, Kind, Loaded, MAX_RECORD_BYTES, Store, one_line, too_large};
+use resp::{Connection, Deadline, Reply, Trouble};
 
 pub(crate) struct RedisStore {
-    client: redis::Client,
+    info: redis::ConnectionInfo,
     /// The URL without its credentials, for messages.
     shown: String,
     timeout: Duration,
     ttl: Duration,
 }
 
-pub(crate) fn key(name: &str) -> String {
-    format!("retry:circuit:{name}")
+fn key_for(kind: &Kind, name: &str) -> String {
+    format!("{}{name}", kind.key_prefix)
 }
 
-/// `redis://user:password@host:port/db` without the user and password.
+/// `redis://user:password@host:port/db` without the user and password,
+/// and `unix:///path?db=1&pass=secret` without its `pass`.
 fn redact(url: &str) -> String {
-    match (url.split_once("://"), url.rfind('@')) {
+    let url = match (url.split_once("://"), url.rfind('@')) {
         (Some((scheme, _)), Some(at)) => format!("{scheme}://{}", &url[at + 1..]),
         _ => url.to_string(),
+    };
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((query, fragment)) => (query, format!("#{fragment}")),
+        None => (query, String::new()),
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.starts_with("pass=") && !pair.starts_with("password="))
+        .collect();
+    if kept.is_empty() {
+        format!("{base}{fragment}")
+    } else {
+        format!("{base}?{}{fragment}", kept.join("&"))
     }
 }
 
 impl RedisStore {
     /// Parse the URL; connecting waits for the first update.
     pub(crate) fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
-        if url.starts_with("rediss://") {
-            // rustls needs its cryptography chosen once per process.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-        let client = redis::Client::open(url)
-            .with_context(|| format!("--state-url {}: not a usable Redis URL", redact(url)))?;
+        let client = redis::Client::open(url).map_err(|err| {
+            anyhow::anyhow!(
+                "--state-url {}: not a usable Redis URL ({})",
+                redact(url),
+                one_line(&err.to_string())
+            )
+        })?;
         Ok(RedisStore {
-            client,
+            info: client.get_connection_info().clone(),
             shown: redact(url),
             timeout,
             ttl,
         })
     }
 
-    /// Say "no answer" plainly when the cause is our timeout.
-    fn explain(&self, err: redis::RedisError) -> anyhow::Error {
-        if err.is_connection_refusal() {
-            return anyhow::anyhow!("Redis at {}: connection refused", self.shown);
-        }
-        if err.is_timeout() {
-            anyhow::anyhow!(
-                "Redis at {}: no answer within {} (--state-timeout)",
-                self.shown,
-                crate::values::human(self.timeout)
-            )
-        } else {
-            anyhow::Error::new(err).context(format!("Redis at {}", self.shown))
+    /// One line, saying plainly what happened.
+    fn explain(&self, trouble: Trouble, deadline: &Deadline) -> anyhow::Error {
+        let shown = &self.shown;
+        match trouble {
+            Trouble::TimedOut => anyhow::anyhow!(
+                "no answer from {shown} within {} (gave up after {:.2}s; --state-timeout)",
+                crate::values::human(self.timeout),
+                deadline.started.elapsed().as_secs_f64()
+            ),
+            Trouble::Refused => anyhow::anyhow!("Redis at {shown}: connection refused"),
+            Trouble::Auth(text) => anyhow::anyhow!(
+                "Redis at {shown}: authentication failed ({})",
+                one_line(&text)
+            ),
+            Trouble::Server(text) | Trouble::Other(text) => {
+                anyhow::anyhow!("Redis at {shown}: {}", one_line(&text))
+            }
+            Trouble::Record(err) => err,
         }
     }
 
-    fn connect(&self) -> Result<redis::Connection> {
-        let connection = self
-            .client
-            .get_connection_with_timeout(self.timeout)
-            .map_err(|err| self.explain(err))?;
-        connection.set_read_timeout(Some(self.timeout))?;
-        connection.set_write_timeout(Some(self.timeout))?;
-        Ok(connection)
+    /// The transaction, retried while other hosts get in between.
+    fn exchange(
+        &self,
+        deadline: &Deadline,
+        key: &str,
+        change: &mut Change<'_>,
+    ) -> Result<(), Trouble> {
+        let mut connection = Connection::open(&self.info, deadline)?;
+        let ttl_ms = self.ttl.as_millis().min(i64::MAX as u128).to_string();
+        let last_byte = MAX_RECORD_BYTES.to_string();
+        loop {
+            // WATCH, then read: EXISTS tells a missing key from an empty
+            // value; GETRANGE never sends more than a record and a byte.
+            connection.send(&[
+                vec![b"WATCH", key.as_bytes()],
+                vec![b"EXISTS", key.as_bytes()],
+                vec![b"GETRANGE", key.as_bytes(), b"0", last_byte.as_bytes()],
+            ])?;
+            expect_ok(connection.read()?)?;
+            let exists = match connection.read()? {
+                Reply::Int(n) => n > 0,
+                other => return Err(other.unexpected()),
+            };
+            let value = match connection.read()? {
+                Reply::Bulk(value) => value.unwrap_or_default(),
+                other => return Err(other.unexpected()),
+            };
+            let loaded = if !exists {
+                Loaded::Missing
+            } else if value.len() > MAX_RECORD_BYTES {
+                Loaded::Corrupt(too_large())
+            } else {
+                Loaded::Bytes(value)
+            };
+            let Some(value) = change(&loaded).map_err(Trouble::Record)? else {
+                // Nothing to write; closing the connection ends the WATCH.
+                return Ok(());
+            };
+            let json = serde_json::to_vec(&value).map_err(|err| Trouble::Record(err.into()))?;
+            connection.send(&[
+                vec![b"MULTI"],
+                vec![b"SET", key.as_bytes(), &json, b"PX", ttl_ms.as_bytes()],
+                vec![b"EXEC"],
+            ])?;
+            let multi = connection.read()?;
+            let queued = connection.read()?;
+            let exec = connection.read()?;
+            expect_ok(multi)?;
+            if let Reply::Error(_) = queued {
+                return Err(queued.unexpected());
+            }
+            match exec {
+                // Another host changed the key since WATCH: again.
+                Reply::Array(None) => {}
+                Reply::Array(Some(items)) => {
+                    for item in items {
+                        expect_ok(item)?;
+                    }
+                    return Ok(());
+                }
+                other => return Err(other.unexpected()),
+            }
+        }
+    }
+}
+
+fn expect_ok(reply: Reply) -> Result<(), Trouble> {
+    match reply {
+        Reply::Status(_) => Ok(()),
+        other => Err(other.unexpected()),
     }
 }
 
 impl Store for RedisStore {
-    fn update(&self, name: &str, change: &mut dyn FnMut(&mut CircuitState)) -> Result<Updated> {
-        let mut connection = self.connect()?;
-        let key = key(name);
-        let ttl_ms = self.ttl.as_millis().min(i64::MAX as u128) as i64;
-        let mut warning = None;
-        let state = redis::transaction(&mut connection, &[&key], |connection, pipe| {
-            let stored: Option<Vec<u8>> = connection.get(&key)?;
-            let (mut state, problem) = match stored {
-                None => (CircuitState::default(), None),
-                Some(bytes) => match serde_json::from_slice::<CircuitState>(&bytes) {
-                    Ok(state) => (state, None),
-                    Err(err) => (
-                        CircuitState::default(),
-                        Some(format!("the circuit state at {key} is corrupt ({err}); treating the circuit as closed")),
-                    ),
-                },
-            };
-            let before = state.clone();
-            change(&mut state);
-            warning = problem;
-            if state == before && warning.is_none() {
-                return Ok(Some(state));
-            }
-            let json = serde_json::to_vec(&state).expect("state serialises");
-            let done: Option<(String,)> = pipe.cmd("SET").arg(&key).arg(json).arg("PX").arg(ttl_ms).query(connection)?;
-            Ok(done.map(|_| state))
-        })
-        .map_err(|err| self.explain(err))?;
-        debug_assert!(connection.is_open());
-        Ok(Updated { state, warning })
+    fn update_blob(&self, kind: &Kind, name: &str, change: &mut Change<'_>) -> Result<()> {
+        let deadline = Deadline::new(self.timeout);
+        let key = key_for(kind, name);
+        self.exchange(&deadline, &key, change)
+            .map_err(|trouble| self.explain(trouble, &deadline))
     }
 
-    fn describe(&self, name: &str) -> String {
-        format!("Redis at {}, key {}", self.shown, key(name))
+    fn location(&self, kind: &Kind, name: &str) -> String {
+        format!("at Redis key {}", key_for(kind, name))
+    }
+
+    fn describe_record(&self, kind: &Kind, name: &str) -> String {
+        format!("Redis at {}, key {}", self.shown, key_for(kind, name))
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::print_stderr)] // a test that cannot run here says why
 mod tests {
     use super::*;
 
@@ -135,17 +207,82 @@ mod tests {
             redact("redis://127.0.0.1:6379/0"),
             "redis://127.0.0.1:6379/0"
         );
+        assert_eq!(
+            redact("unix:///run/redis.sock?db=2&pass=secret"),
+            "unix:///run/redis.sock?db=2"
+        );
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?pass=secret"),
+            "redis+unix:///run/redis.sock"
+        );
     }
 
     #[test]
     fn a_bad_url_is_refused_at_once() {
-        assert!(
-            RedisStore::open(
-                "http://nope",
-                Duration::from_secs(1),
-                Duration::from_secs(60)
-            )
-            .is_err()
+        for url in ["http://nope", "redis://host/notanumber", "redis://"] {
+            let err = RedisStore::open(url, Duration::from_secs(1), Duration::from_secs(60))
+                .err()
+                .unwrap();
+            let text = format!("{err:#}");
+            assert!(
+                text.contains("--state-url") && !text.contains('\n'),
+                "{text}"
+            );
+        }
+    }
+
+    /// Against the suite's redis-server (`scripts/test` starts one).
+    #[test]
+    fn another_kind_of_record_reuses_the_transaction_under_its_own_key() {
+        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
+            .ok()
+            .and_then(|port| port.parse::<u16>().ok())
+        else {
+            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+            return;
+        };
+        let store = RedisStore::open(
+            &format!("redis://127.0.0.1:{port}/0"),
+            Duration::from_secs(5),
+            Duration::from_secs(24 * 3600),
+        )
+        .unwrap();
+        let budget = Kind {
+            key_prefix: "retry:budget:",
+            ..super::super::store::CIRCUIT
+        };
+        let name = format!("unit-{}", std::process::id());
+        store
+            .update_blob(&budget, &name, &mut |loaded| {
+                assert!(matches!(loaded, Loaded::Missing), "{loaded:?}");
+                Ok(Some(serde_json::json!({"tokens": 3})))
+            })
+            .unwrap();
+        store
+            .update_blob(&budget, &name, &mut |loaded| {
+                match loaded {
+                    Loaded::Bytes(bytes) => assert_eq!(bytes, br#"{"tokens":3}"#),
+                    other => panic!("{other:?}"),
+                }
+                Ok(None)
+            })
+            .unwrap();
+        // The circuit of the same name is another key, still missing.
+        let circuit = store.update(&name, &mut |_| {}).unwrap();
+        assert!(circuit.warning.is_none());
+        assert_eq!(circuit.state, crate::circuit::breaker::CircuitState::default());
+    }
+
+    #[test]
+    fn records_of_another_kind_have_keys_of_their_own() {
+        let budget = Kind {
+            key_prefix: "retry:budget:",
+            ..super::super::store::CIRCUIT
+        };
+        assert_eq!(
+            key_for(&super::super::store::CIRCUIT, "api"),
+            "retry:circuit:api"
         );
+        assert_eq!(key_for(&budget, "api"), "retry:budget:api");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
@@ -191,6 +191,17 @@ fn sigkill_in_the_middle_of_state_updates_never_leaves_a_torn_file() {
         .args(["--", "true"])
         .assert()
         .success();
+    // Nothing a killed writer was in the middle of is left behind.
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            std::path::Path::new(name)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("tmp"))
+        })
+        .collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
 }
 
 #[test]
@@ -276,4 +287,290 @@ fn bad_circuit_flags_are_usage_errors() {
         ])
         .assert()
         .code(125);
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A circuit state that refuses runs for an hour.
+fn open_for_an_hour() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    serde_json::json!({
+        "phase": "open", "failures": 3, "open_until_ms": now + 3_600_000,
+        "cooldown_ms": 3_600_000, "probe": null, "updated_ms": now
+    })
+    .to_string()
+}
+
+#[test]
+fn a_state_dir_through_another_users_symlink_is_refused() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root to give a symlink to another user");
+        return;
+    }
+    let top = state_dir();
+    let real = top.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    set_mode(&real, 0o700);
+    let link = top.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    let marker = top.path().join("ran");
+    retry()
+        .args(["--circuit", "x", "--state-dir"])
+        .arg(&link)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("symlink owned by uid 65534"));
+    assert!(!marker.exists());
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0);
+    // Our own symlink is followed.
+    std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+    circuit(&link, "x").args(["--", "true"]).assert().success();
+    // And a directory of another user above the state directory is refused.
+    let theirs = top.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    set_mode(&theirs, 0o755);
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    retry()
+        .args(["--circuit", "x", "--state-dir"])
+        .arg(theirs.join("state"))
+        .args(["--", "true"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("belongs to uid 65534"));
+    assert!(!theirs.join("state").exists());
+}
+
+#[test]
+fn a_state_dir_under_a_directory_others_can_write_is_refused_unless_sticky() {
+    let top = state_dir();
+    let open = top.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    set_mode(&open, 0o777);
+    let marker = top.path().join("ran");
+    retry()
+        .args(["--circuit", "x", "--state-dir"])
+        .arg(open.join("state"))
+        .args(["--", "touch"])
+        .arg(&marker)
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("writable by others").and(predicate::str::contains("sticky")),
+        );
+    assert!(!marker.exists());
+    assert!(!open.join("state").exists());
+    // As /tmp is: sticky, so others cannot replace what is ours.
+    set_mode(&open, 0o1777);
+    circuit(&open.join("state"), "x")
+        .args(["--", "true"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_symlink_fifo_or_device_as_the_state_file_is_not_followed() {
+    let dir = state_dir();
+    let outside = state_dir();
+    // A symlink to an open state elsewhere: not followed, the target untouched.
+    let target = outside.path().join("target.json");
+    let open = open_for_an_hour();
+    std::fs::write(&target, &open).unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join("link.json")).unwrap();
+    circuit(dir.path(), "link")
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("symlink").and(predicate::str::contains("closed")));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), open);
+    assert!(
+        std::fs::symlink_metadata(dir.path().join("link.json"))
+            .unwrap()
+            .is_file()
+    );
+    // A FIFO: a warning, not a hang.
+    let fifo = dir.path().join("fifo.json");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = Instant::now();
+    circuit(dir.path(), "fifo")
+        .args(["--", "true"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("FIFO"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // A FIFO as the lock file: the job runs, with a warning.
+    let lock = dir.path().join("lockfifo.lock");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&lock)
+            .status()
+            .unwrap()
+            .success()
+    );
+    circuit(dir.path(), "lockfifo")
+        .args(["--", "true"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("lock file").and(predicate::str::contains("FIFO")));
+    // A device: never opened.
+    if is_root() {
+        let device = dir.path().join("dev.json");
+        let made = std::process::Command::new("mknod")
+            .arg(&device)
+            .args(["c", "1", "3"])
+            .status()
+            .unwrap();
+        assert!(made.success());
+        circuit(dir.path(), "dev")
+            .args(["--", "true"])
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("character device"));
+    } else {
+        eprintln!("SKIPPED (device part): needs root for mknod");
+    }
+}
+
+#[test]
+fn an_oversized_state_file_is_corrupt_and_treated_as_closed() {
+    let dir = state_dir();
+    // A valid open state, padded past 64 KiB: never read whole.
+    let mut text = " ".repeat(70 * 1024);
+    text.push_str(&open_for_an_hour());
+    std::fs::write(dir.path().join("big.json"), text).unwrap();
+    circuit(dir.path(), "big")
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("corrupt").and(predicate::str::contains("64 KiB")));
+    // Rewritten as a small, closed state.
+    let text = std::fs::read_to_string(dir.path().join("big.json")).unwrap();
+    assert!(text.len() < 1024);
+    // The same state, not padded, is obeyed.
+    std::fs::write(dir.path().join("big.json"), open_for_an_hour()).unwrap();
+    circuit(dir.path(), "big")
+        .args(["--", "true"])
+        .assert()
+        .code(75);
+}
+
+#[test]
+fn a_stored_time_out_of_range_is_corrupt_not_a_crash() {
+    let dir = state_dir();
+    let far = r#"{"phase":"open","failures":3,"open_until_ms":300000000000000,"cooldown_ms":60000,"probe":null,"updated_ms":0}"#;
+    std::fs::write(dir.path().join("far.json"), far).unwrap();
+    circuit(dir.path(), "far")
+        .arg("--circuit-status")
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("corrupt")
+                .and(predicate::str::contains("circuit far: closed")),
+        );
+    std::fs::write(dir.path().join("far.json"), far).unwrap();
+    circuit(dir.path(), "far")
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("corrupt").and(predicate::str::contains("9999")));
+    // A probe with a pid past i32::MAX and a lease past the year 9999.
+    let probe = r#"{"phase":"half-open","failures":3,"open_until_ms":null,"cooldown_ms":60000,"probe":{"host":"h","pid":4294967295,"started_ms":0,"lease_until_ms":18446744073709551615},"updated_ms":0}"#;
+    std::fs::write(dir.path().join("far.json"), probe).unwrap();
+    circuit(dir.path(), "far")
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("corrupt"));
+}
+
+/// Hold `path`'s flock for `seconds` in a `flock` process (util-linux);
+/// returns once it holds the lock, `None` without `flock`.
+fn hold_lock(path: &std::path::Path, seconds: u32) -> Option<std::process::Child> {
+    let held = path.with_extension("held");
+    let script = format!("touch '{}'; sleep {seconds}", held.display());
+    let Ok(child) = std::process::Command::new("flock")
+        .arg(path)
+        .args(["sh", "-c", &script])
+        .spawn()
+    else {
+        eprintln!("SKIPPED: no flock command (util-linux)");
+        return None;
+    };
+    wait_for_file(&held, Duration::from_secs(5));
+    Some(child)
+}
+
+#[test]
+fn a_held_lock_gives_a_warning_within_the_state_timeout() {
+    let dir = state_dir();
+    circuit(dir.path(), "held")
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let Some(mut holder) = hold_lock(&dir.path().join("held.lock"), 10) else {
+        return;
+    };
+    let started = Instant::now();
+    circuit(dir.path(), "held")
+        .args(["--state-timeout", "300ms", "--", "true"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("could not lock")
+                .and(predicate::str::contains(
+                    "within 300ms (held by another process)",
+                ))
+                .and(predicate::str::contains("running as if it were closed")),
+        );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A SIGTERM during the wait: acted on as soon as the wait ends, the
+    // command never started.
+    let marker = dir.path().join("ran");
+    let child = retry_std()
+        .args(circuit_args("held"))
+        .arg("--state-dir")
+        .arg(dir.path())
+        .args(["--state-timeout", "1s", "--", "touch"])
+        .arg(&marker)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    send_signal(child.id(), "TERM");
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(code_and_signal(status), (None, Some(15)));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!marker.exists());
+    let _ = holder.kill();
+    let _ = holder.wait();
 }

@@ -409,3 +409,221 @@ fn a_malformed_state_url_is_a_usage_error() {
         .code(125)
         .stderr(predicate::str::contains("--state-url"));
 }
+
+/// Send one command in RESP (binary-safe, any length); the first reply line.
+fn resp_command(port: u16, args: &[&[u8]]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    stream.write_all(&out).unwrap();
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while stream.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        reply.push(byte[0]);
+    }
+    String::from_utf8_lossy(&reply).trim().to_string()
+}
+
+/// A fake Redis on 127.0.0.1: every connection gets `serve` on its own
+/// thread. Lives as long as the test.
+fn fake_redis(serve: fn(TcpStream)) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(stream));
+        }
+    });
+    port
+}
+
+/// Read the request, then answer a status line that never ends, one byte
+/// every 200 ms: each read gets something well within any timeout.
+fn dribble(mut stream: TcpStream) {
+    let mut request = [0u8; 4096];
+    let _ = stream.read(&mut request);
+    if stream.write_all(b"+").is_err() {
+        return;
+    }
+    for _ in 0..150 {
+        std::thread::sleep(Duration::from_millis(200));
+        if stream.write_all(b"O").is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_dribbling_redis_is_cut_off_at_the_state_timeout() {
+    let port = fake_redis(dribble);
+    // Plain, and with AUTH and SELECT (answered just as slowly).
+    for url in [
+        format!("redis://127.0.0.1:{port}/0"),
+        format!("redis://:secret@127.0.0.1:{port}/2"),
+    ] {
+        let started = Instant::now();
+        retry()
+            .args([
+                "-n",
+                "1",
+                "--state-timeout",
+                "1s",
+                "--circuit",
+                "dribble",
+                "--state-url",
+                &url,
+                "--",
+                "sh",
+                "-c",
+                "exit 6",
+            ])
+            .timeout(Duration::from_secs(40))
+            .assert()
+            .code(6)
+            .stderr(
+                predicate::str::contains("no answer from redis://127.0.0.1")
+                    .and(predicate::str::contains("within 1s (gave up after 1."))
+                    .and(predicate::str::contains("running as if it were closed"))
+                    .and(predicate::str::contains("secret").not()),
+            );
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(2300), "{url}: {took:?}");
+    }
+}
+
+#[test]
+fn a_paused_redis_costs_one_state_timeout() {
+    // Accepts (the kernel does), never answers: AUTH and SELECT included,
+    // the whole exchange ends at the one deadline.
+    let port = fake_redis(|stream| {
+        std::thread::sleep(Duration::from_secs(20));
+        drop(stream);
+    });
+    let started = Instant::now();
+    retry()
+        .args([
+            "-n",
+            "1",
+            "--state-timeout",
+            "1s",
+            "--circuit",
+            "paused",
+            "--state-url",
+            &format!("redis://:pw@127.0.0.1:{port}/3"),
+            "--",
+            "true",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("gave up after 1."));
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1800), "{took:?}");
+}
+
+#[test]
+fn redis_errors_and_garbage_replies_are_one_line_said_once() {
+    fn answer(mut stream: TcpStream, reply: &[u8]) {
+        let mut request = [0u8; 4096];
+        let _ = stream.read(&mut request);
+        let _ = stream.write_all(reply);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let error = fake_redis(|s| answer(s, b"-ERR something bad\r\nsecond line\r\n"));
+    let garbage = fake_redis(|s| {
+        answer(
+            s,
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\nno\x1b[31m\r\n",
+        );
+    });
+    for (port, said) in [
+        (error, "something bad"),
+        (garbage, "HTTP/1.1 400 Bad Request"),
+    ] {
+        let out = retry()
+            .args([
+                "-n",
+                "1",
+                "--circuit",
+                "odd",
+                "--state-url",
+                &format!("redis://127.0.0.1:{port}/0"),
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+        assert!(!stderr.contains('\u{1b}'), "{stderr}");
+        assert!(stderr.contains("running as if it were closed"), "{stderr}");
+    }
+}
+
+#[test]
+fn an_oversized_or_out_of_range_value_in_redis_is_corrupt_and_read_as_closed() {
+    let Some(redis) = Redis::shared() else {
+        return;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let open = serde_json::json!({
+        "phase": "open", "failures": 3, "open_until_ms": now + 3_600_000,
+        "cooldown_ms": 3_600_000, "probe": null, "updated_ms": now
+    })
+    .to_string();
+    let url = redis.url();
+    let run = |name: &str| {
+        let mut command = retry();
+        command.args(["-n", "1", "--circuit", name, "--state-url", &url]);
+        command
+    };
+    // Larger than any record: never transferred whole, corrupt.
+    let mut big = " ".repeat(100 * 1024);
+    big.push_str(&open);
+    let set = resp_command(
+        redis.port,
+        &[b"SET", b"retry:circuit:big-value", big.as_bytes()],
+    );
+    assert_eq!(set, "+OK");
+    run("big-value")
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("corrupt").and(predicate::str::contains("64 KiB")));
+    // Rewritten closed, small, with its TTL.
+    let length = redis.command("STRLEN retry:circuit:big-value").unwrap();
+    let length: usize = length.trim_start_matches(':').parse().unwrap();
+    assert!(length < 1024, "{length}");
+    // The same state, unpadded, is obeyed.
+    resp_command(
+        redis.port,
+        &[b"SET", b"retry:circuit:big-value", open.as_bytes()],
+    );
+    run("big-value").args(["--", "true"]).assert().code(75);
+
+    // A time past the year 9999: corrupt, not a crash, also for the status.
+    let far = br#"{"phase":"open","failures":3,"open_until_ms":300000000000000,"cooldown_ms":60000,"probe":null,"updated_ms":0}"#;
+    resp_command(redis.port, &[b"SET", b"retry:circuit:far-value", far]);
+    run("far-value")
+        .arg("--circuit-status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("corrupt").and(predicate::str::contains("closed")));
+    resp_command(redis.port, &[b"SET", b"retry:circuit:far-value", far]);
+    run("far-value")
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("corrupt"));
+}
