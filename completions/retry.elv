@@ -43,7 +43,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --stdin 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null'
             cand -o 'A successful attempt''s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory'
             cand --output 'A successful attempt''s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory'
-            cand --log-format 'Format of retry''s own messages'
+            cand --log-format 'Format of retry''s own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]'
             cand --color 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never'
             cand --log-file 'Append retry''s own messages to PATH instead of stderr'
             cand --metrics-file 'At the end of the run, write a Prometheus text file (for node_exporter''s textfile collector) to PATH, atomically'

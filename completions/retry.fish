@@ -18,8 +18,10 @@ replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)
 inherit\t'Handed to the child as it is'
 null\t'/dev/null'"
 complete -c retry -s o -l output -d 'A successful attempt\'s stdout replaces FILE atomically (mode like the file it replaces, or 0644 under the umask); a failed or interrupted run leaves FILE as it was, and no temporary file behind. FILE must be a regular file or not exist, in a writable directory' -r -F
-complete -c retry -l log-format -d 'Format of retry\'s own messages' -r -f -a "text\t''
-json\t''"
+complete -c retry -l log-format -d 'Format of retry\'s own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]' -r -f -a "text\t'Lines prefixed \'retry:\''
+json\t'One JSON object per line'
+github\t'Text, each attempt in a GitHub Actions log group, failures as annotations'
+gitlab\t'Text, each attempt in a GitLab CI collapsible section'"
 complete -c retry -l color -d 'When to colour retry\'s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"

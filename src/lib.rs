@@ -4,7 +4,7 @@
 //! contention simulation uses `backoff`). Only what they need is public.
 //!
 //! Rooms, from the bottom up (a room imports only rooms below it):
-//! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
+//! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs`, `ci` - `backoff`,
 //! `hint`, `child` -
 //! `output`, `rules`, `classify`, `decision`, `stdin`, `deliver` - `attempt`, `report`,
 //! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
@@ -14,6 +14,7 @@ pub mod app;
 mod attempt;
 pub mod backoff;
 mod child;
+mod ci;
 mod circuit;
 mod classify;
 mod cli;
