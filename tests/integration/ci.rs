@@ -691,3 +691,29 @@ fn gitlab_sections_balance_with_unique_names_and_the_summary_outside() {
     assert_eq!(out.status.code(), Some(124));
     assert_eq!(sections(&out.stderr).len(), 2);
 }
+
+#[test]
+fn with_a_log_file_the_lines_go_there_and_the_folds_stay_for_the_runner() {
+    let dir = scratch();
+    let log = dir.path().join("retry.log");
+    let log_arg = log.to_str().unwrap();
+    let out = ci_run(
+        GITHUB,
+        &["--log-file", log_arg, "-n", "2", "-d", "1ms", "--", "false"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let lines = github_lines(&out.stderr);
+    assert_eq!(groups(&lines).len(), 2, "{lines:#?}");
+    assert_eq!(warnings(&lines).len(), 1);
+    assert_eq!(errors(&lines).len(), 1);
+    // The file keeps the whole record as timestamped text lines.
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("::"), "{text}");
+    for expected in [
+        " retry: attempt 1/2 failed: exit 1 (transient); retrying in ",
+        " retry: attempt 2/2 failed: exit 1 (transient)\n",
+        " retry: gave up after 2 attempts in ",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in {text}");
+    }
+}
