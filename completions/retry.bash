@@ -150,7 +150,7 @@ _retry() {
                     return 0
                     ;;
                 --log-format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "text json github gitlab" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -48,7 +48,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --success-on-exit 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit'
             cand --until-output 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)'
             cand --reset-after 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)'
-            cand --log-format 'Format of retry''s own messages'
+            cand --log-format 'Format of retry''s own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]'
             cand --color 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never'
             cand --log-file 'Append retry''s own messages to PATH instead of stderr'
             cand --metrics-file 'At the end of the run, write a Prometheus text file (for node_exporter''s textfile collector) to PATH, atomically'

@@ -23,8 +23,10 @@ complete -c retry -l on-give-up -d 'Run CMD (with /bin/sh -c) once when the run 
 complete -c retry -l success-on-exit -d 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit' -r
 complete -c retry -l until-output -d 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)' -r
-complete -c retry -l log-format -d 'Format of retry\'s own messages' -r -f -a "text\t''
-json\t''"
+complete -c retry -l log-format -d 'Format of retry\'s own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]' -r -f -a "text\t'Lines prefixed \'retry:\''
+json\t'One JSON object per line'
+github\t'Text, each attempt in a GitHub Actions log group, failures as annotations'
+gitlab\t'Text, each attempt in a GitLab CI collapsible section'"
 complete -c retry -l color -d 'When to colour retry\'s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -15,7 +15,7 @@ use crate::cli::Cli;
 use crate::config::{Config, Mode};
 use crate::decision::RunOutcome;
 use crate::exit::ExitStatus;
-use crate::report::{ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
+use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
 use crate::runner::RunSummary;
 use crate::{child, explain, generate, metrics, runner, signals};
 
@@ -42,6 +42,7 @@ fn early_report_settings(args: &[OsString]) -> ReportSettings {
         format: LogFormat::Text,
         log_file: None,
         color: ColorWhen::Auto,
+        ci: CiSettings::default(),
     };
     let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
     while let Some(word) = words.next() {
@@ -189,6 +190,12 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     }
     match result {
         Ok(summary) => {
+            reporter.write_step_files(
+                summary.status.as_number(),
+                summary.outcome,
+                summary.attempts,
+                summary.elapsed,
+            );
             if let Some((path, name)) = &config.metrics {
                 let text = metrics::render(name, &summary, std::time::SystemTime::now());
                 if let Err(err) = metrics::write_atomically(path, &text) {

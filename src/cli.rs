@@ -187,9 +187,9 @@ pub(crate) struct Cli {
     #[arg(short = 'v', long, help_heading = REPORTING)]
     pub(crate) verbose: bool,
 
-    /// Format of retry's own messages
-    #[arg(long, value_name = "FORMAT", default_value = "text", help_heading = REPORTING)]
-    pub(crate) log_format: LogFormat,
+    /// Format of retry's own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]
+    #[arg(long, value_name = "FORMAT", help_heading = REPORTING)]
+    pub(crate) log_format: Option<LogFormat>,
 
     /// When to colour retry's own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never
     #[arg(long, value_name = "WHEN", default_value = "auto", help_heading = REPORTING)]

@@ -12,7 +12,7 @@ use crate::circuit::CircuitConfig;
 use crate::cli::{Cli, Preset};
 use crate::generate::Kind as GenerateKind;
 use crate::preset;
-use crate::report::{ReportSettings, Verbosity};
+use crate::report::{CiSettings, LogFormat, ReportSettings, Verbosity};
 use crate::rules::{OutputRule, RuleSet, RuleSource, Rules};
 use crate::stdin::StdinMode;
 use crate::values::CodeSet;
@@ -193,6 +193,8 @@ impl Config {
         let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
         rules.stop_on_timeout = cli.stop_on_timeout;
         rules.success_on_exit = success_on_exit;
+        // Scanned output: the child's stderr goes through retry.
+        let scanned = rules.patterns.is_some();
 
         let verbosity = if cli.quiet {
             Verbosity::Quiet
@@ -294,9 +296,12 @@ impl Config {
             foreground: cli.foreground,
             report: ReportSettings {
                 verbosity,
-                format: cli.log_format,
+                // Flags beat the environment: an explicit --log-format wins
+                // over GITHUB_ACTIONS / GITLAB_CI.
+                format: LogFormat::chosen(cli.log_format, |name| std::env::var_os(name)),
                 log_file: cli.log_file,
                 color: cli.color,
+                ci: CiSettings::from_env(|name| std::env::var_os(name), scanned),
             },
             metrics,
             circuit,

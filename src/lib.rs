@@ -5,7 +5,7 @@
 //!
 //! Rooms, from the bottom up (a room imports only rooms below it;
 //! `tests/integration/house.rs` checks it):
-//! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
+//! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs`, `ci` - `backoff`,
 //! `hint`, `child` - `output`, `rules`, `classify`, `decision`, `stdin`,
 //! `deliver` - `attempt`, `hook`, `report`, `preset`, `circuit`, `generate` -
 //! `cli` - `config` - `explain`, `runner`, `metrics` - `app`.
@@ -14,6 +14,7 @@ pub mod app;
 mod attempt;
 pub mod backoff;
 mod child;
+mod ci;
 mod circuit;
 mod classify;
 mod cli;

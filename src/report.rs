@@ -1,27 +1,64 @@
-//! Retry's own messages: human lines prefixed `retry:`, or JSON events.
+//! Retry's own messages: human lines prefixed `retry:`, or JSON events; in
+//! a CI log, each attempt folded (a GitHub Actions group, a GitLab CI
+//! section) and, on GitHub, failures as annotations.
 //!
 //! One line per event, written with a single `write` so it never mixes with
 //! other writers mid-line; errors writing (a closed stderr, a full disk) are
 //! ignored: reporting must never make retry fail or panic.
+//!
+//! Fold markers and annotations go to stderr, like every other line of
+//! retry's (README: CI logs): stdout is the command's, and often a file.
+//! A fold opened is always closed: by the attempt's end, by an error, by
+//! the end of the run, or at the latest when the reporter is dropped, which
+//! is before retry re-raises a signal.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anstyle::{AnsiColor, Style};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use crate::ci::{self, AttemptLog, AttemptRow, Ci, Level, StepFiles, StepResult};
 use crate::classify::Class;
 use crate::decision::{RunOutcome, SleepSource};
+use crate::text::escape_controls;
 use crate::values::human;
 
 /// Format of retry's own messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum LogFormat {
+    /// Lines prefixed 'retry:'
     Text,
+    /// One JSON object per line
     Json,
+    /// Text, each attempt in a GitHub Actions log group, failures as annotations
+    Github,
+    /// Text, each attempt in a GitLab CI collapsible section
+    Gitlab,
+}
+
+impl LogFormat {
+    /// `--log-format` if given, else the CI the environment names
+    /// (`GITHUB_ACTIONS=true`, `GITLAB_CI=true`), else text.
+    pub(crate) fn chosen(flag: Option<LogFormat>, var: impl Fn(&str) -> Option<OsString>) -> Self {
+        flag.unwrap_or(match ci::detect(var) {
+            Some(Ci::Github) => LogFormat::Github,
+            Some(Ci::Gitlab) => LogFormat::Gitlab,
+            None => LogFormat::Text,
+        })
+    }
+
+    fn ci(self) -> Option<Ci> {
+        match self {
+            LogFormat::Github => Some(Ci::Github),
+            LogFormat::Gitlab => Some(Ci::Gitlab),
+            LogFormat::Text | LogFormat::Json => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +83,41 @@ pub(crate) struct ReportSettings {
     pub(crate) format: LogFormat,
     pub(crate) log_file: Option<PathBuf>,
     pub(crate) color: ColorWhen,
+    /// What the environment says about CI and nesting.
+    pub(crate) ci: CiSettings,
+}
+
+/// Read from the environment once: where a GitHub Actions step's files
+/// are, whether this retry runs inside another, and whether the child's
+/// stderr is pumped (its line ends known), which `config` knows.
+#[derive(Debug, Default)]
+pub(crate) struct CiSettings {
+    /// `RETRY_ATTEMPT` is set: no folds (they do not nest), no step files
+    /// (the outermost retry writes them).
+    pub(crate) nested: bool,
+    /// `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, whatever the format.
+    pub(crate) step_files: StepFiles,
+    /// The child's stderr goes through retry (output is scanned), so
+    /// whether it ended mid-line is known.
+    pub(crate) stderr_tracked: bool,
+}
+
+impl CiSettings {
+    pub(crate) fn from_env(
+        var: impl Fn(&str) -> Option<OsString>,
+        stderr_tracked: bool,
+    ) -> CiSettings {
+        let nested = ci::nested(&var);
+        CiSettings {
+            nested,
+            step_files: if nested {
+                StepFiles::default()
+            } else {
+                StepFiles::from_env(&var)
+            },
+            stderr_tracked,
+        }
+    }
 }
 
 pub(crate) struct AttemptRecord {
@@ -93,6 +165,12 @@ enum Sink {
     File(File),
 }
 
+/// An attempt's fold, open in the CI log.
+enum Fold {
+    Group,
+    Section(String),
+}
+
 pub(crate) struct Reporter {
     verbosity: Verbosity,
     json: bool,
@@ -102,6 +180,16 @@ pub(crate) struct Reporter {
     stderr_mid_line: bool,
     /// The run's id, on every JSON event.
     run_id: String,
+    /// `--log-format github` or `gitlab`.
+    ci: Option<Ci>,
+    /// Fold each attempt: a CI format, not nested, not `-q`.
+    folds: bool,
+    open_fold: Option<Fold>,
+    stderr_tracked: bool,
+    /// The command line as shown, from the first attempt's start.
+    command: String,
+    /// The step files to write at the end, and the attempts for them.
+    steps: Option<(StepFiles, AttemptLog)>,
 }
 
 const FAILURE: Style = AnsiColor::Red.on_default().bold();
@@ -111,7 +199,7 @@ const DIM: Style = Style::new().dimmed();
 
 /// Now, as RFC 3339 in UTC with milliseconds.
 fn timestamp_now() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 fn of_attempts(attempt: u64, max: Option<u64>) -> String {
@@ -123,6 +211,25 @@ fn of_attempts(attempt: u64, max: Option<u64>) -> String {
 
 fn millis(duration: Duration) -> u64 {
     duration.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// The exit column of the step summary.
+fn exit_cell(record: &AttemptRecord) -> String {
+    if record.timed_out {
+        "timeout".to_string()
+    } else if let Some(signal) = record.signal {
+        crate::child::signal_name(signal)
+    } else {
+        record
+            .exit_code
+            .map_or_else(|| "-".to_string(), |code| code.to_string())
+    }
 }
 
 impl Reporter {
@@ -143,6 +250,8 @@ impl Reporter {
                     anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
                 }
             };
+        let ci = settings.format.ci();
+        let step_files = settings.ci.step_files.clone();
         Ok(Reporter {
             verbosity: settings.verbosity,
             json,
@@ -150,6 +259,12 @@ impl Reporter {
             color,
             stderr_mid_line: false,
             run_id: run_id.to_string(),
+            ci,
+            folds: ci.is_some() && !settings.ci.nested && settings.verbosity != Verbosity::Quiet,
+            open_fold: None,
+            stderr_tracked: settings.ci.stderr_tracked,
+            command: String::new(),
+            steps: (!step_files.is_empty()).then(|| (step_files, AttemptLog::default())),
         })
     }
 
@@ -160,10 +275,6 @@ impl Reporter {
 
     fn write_line(&mut self, line: &str) {
         let mut text = String::with_capacity(line.len() + 2);
-        if self.stderr_mid_line && matches!(self.sink, Sink::Stderr) {
-            text.push('\n');
-            self.stderr_mid_line = false;
-        }
         if matches!(self.sink, Sink::File(_)) && !self.json {
             // Runs appended to one file are told apart by time.
             text.push_str(&timestamp_now());
@@ -171,10 +282,110 @@ impl Reporter {
         }
         text.push_str(line);
         text.push('\n');
-        let _ = match &mut self.sink {
-            Sink::Stderr => std::io::stderr().lock().write_all(text.as_bytes()),
-            Sink::File(file) => file.write_all(text.as_bytes()),
+        match &mut self.sink {
+            Sink::Stderr => self.write_stderr(&text),
+            Sink::File(file) => {
+                let _ = file.write_all(text.as_bytes());
+            }
+        }
+    }
+
+    /// `text` on stderr, on a line of its own.
+    fn write_stderr(&mut self, text: &str) {
+        let mut lead = "";
+        if self.stderr_mid_line {
+            lead = "\n";
+            self.stderr_mid_line = false;
+        }
+        let _ = std::io::stderr()
+            .lock()
+            .write_all(format!("{lead}{text}").as_bytes());
+    }
+
+    /// A CI format: an attempt begins; fold what follows under its header.
+    fn open_fold(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) -> bool {
+        if !self.folds {
+            return false;
+        }
+        self.close_fold();
+        let header = format!(
+            "retry: attempt {}: {command}",
+            of_attempts(attempt, max_attempts)
+        );
+        let (marker, fold) = match self.ci {
+            Some(Ci::Github) => (ci::github_group(&header), Fold::Group),
+            Some(Ci::Gitlab) => {
+                let name = ci::section_name(&self.run_id, attempt);
+                let marker = ci::gitlab_section_start(&name, unix_seconds(), &header);
+                (marker, Fold::Section(name))
+            }
+            None => return false,
         };
+        self.write_stderr(&format!("{marker}\n"));
+        self.open_fold = Some(fold);
+        true
+    }
+
+    /// Close the open fold, if any.
+    fn close_fold(&mut self) {
+        match self.open_fold.take() {
+            None => {}
+            Some(Fold::Group) => {
+                // `::endgroup::` counts only at the start of a line: when
+                // the child's stderr is not ours to watch, it may have
+                // left one unfinished.
+                let lead = if self.stderr_tracked { "" } else { "\n" };
+                self.write_stderr(&format!("{lead}{}\n", ci::GITHUB_END_GROUP));
+            }
+            Some(Fold::Section(name)) => {
+                let marker = ci::gitlab_section_end(&name, unix_seconds());
+                self.write_stderr(&format!("{marker}\n"));
+            }
+        }
+    }
+
+    /// On GitHub, an annotation instead of the line `retry: TEXT`
+    /// (the log shows it in its place); the line itself still goes to a
+    /// `--log-file`. Elsewhere, the line.
+    fn annotate(&mut self, level: Level, title: &str, message: &str, style: Style, text: &str) {
+        if self.ci != Some(Ci::Github) {
+            self.say(style, text);
+            return;
+        }
+        let command = ci::github_annotation(level, title, message);
+        self.write_stderr(&format!("{command}\n"));
+        if matches!(self.sink, Sink::File(_)) {
+            self.say(style, text);
+        }
+    }
+
+    /// The command line as shown in annotations: one line, not too long.
+    fn short_command(&self) -> String {
+        crate::text::sanitize_line(&self.command, 200)
+    }
+
+    /// The outermost retry in a GitHub Actions step: append the step's
+    /// outputs (`attempts`, `exit_code`, `outcome`) and a summary table.
+    pub(crate) fn write_step_files(
+        &mut self,
+        exit_code: i32,
+        outcome: RunOutcome,
+        attempts: u64,
+        elapsed: Duration,
+    ) {
+        let Some((files, log)) = self.steps.take() else {
+            return;
+        };
+        let result = StepResult {
+            attempts,
+            exit_code,
+            outcome: outcome.as_str(),
+            command: &self.command,
+            elapsed,
+        };
+        for problem in files.write(&result, &log) {
+            self.warning("ci", &problem);
+        }
     }
 
     /// One JSON event, with the time and the run's id added.
@@ -189,6 +400,13 @@ impl Reporter {
 
     /// `retry: <message>`, the prefix coloured when colour is on.
     fn say(&mut self, style: Style, message: &str) {
+        // In a CI log, text that others wrote in a message must not make
+        // a marker or a legacy workflow command of it.
+        let message = match self.ci {
+            Some(Ci::Github) => ci::defuse_legacy(&escape_controls(message)),
+            Some(Ci::Gitlab) => escape_controls(message),
+            None => message.to_string(),
+        };
         let line = if self.color {
             format!("{style}retry:{style:#} {message}")
         } else {
@@ -199,10 +417,12 @@ impl Reporter {
 
     /// Retry's own errors: shown even with `-q`.
     pub(crate) fn error(&mut self, message: &str) {
+        self.close_fold();
         if self.json {
             self.event(&json!({"event": "error", "message": message}));
         } else {
-            self.say(FAILURE, &format!("error: {message}"));
+            let text = format!("error: {message}");
+            self.annotate(Level::Error, "retry", message, FAILURE, &text);
         }
     }
 
@@ -213,7 +433,8 @@ impl Reporter {
         if self.json {
             self.event(&json!({"event": "warning", "kind": kind, "message": message}));
         } else {
-            self.say(WARNING, &format!("warning: {message}"));
+            let text = format!("warning: {message}");
+            self.annotate(Level::Warning, "retry", message, WARNING, &text);
         }
     }
 
@@ -229,8 +450,13 @@ impl Reporter {
         }
     }
 
-    /// `-v`: an attempt begins.
+    /// An attempt begins: in a CI format its fold opens (whatever the
+    /// verbosity, its header naming the attempt); `-v` says so.
     pub(crate) fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
+        if self.command.is_empty() {
+            self.command = command.to_string();
+        }
+        let folded = self.open_fold(attempt, max_attempts, command);
         if self.verbosity != Verbosity::Verbose {
             return;
         }
@@ -238,7 +464,7 @@ impl Reporter {
             self.event(
                 &json!({"event": "start", "attempt": attempt, "max_attempts": max_attempts}),
             );
-        } else {
+        } else if !folded {
             self.say(
                 DIM,
                 &format!("attempt {}: {command}", of_attempts(attempt, max_attempts)),
@@ -247,7 +473,17 @@ impl Reporter {
     }
 
     /// An attempt ended; `next` is the sleep before the next one, if any.
+    /// Its fold closes first, so what is said about it shows outside.
     pub(crate) fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
+        self.close_fold();
+        if let Some((_, log)) = &mut self.steps {
+            log.push(AttemptRow {
+                attempt: record.attempt,
+                exit: exit_cell(record),
+                duration: record.duration,
+                verdict: record.outcome.as_str(),
+            });
+        }
         if self.json {
             if self.verbosity != Verbosity::Quiet {
                 self.event(&json!({
@@ -283,21 +519,23 @@ impl Reporter {
             }
             return;
         }
-        let mut line = format!(
-            "attempt {} failed: {} ({})",
-            of_attempts(record.attempt, record.max_attempts),
-            record.reason,
-            record.outcome.as_str()
-        );
-        if let Some(sleep) = next {
-            let why = match sleep.source {
-                SleepSource::RetryAfter => " as Retry-After asked",
-                SleepSource::Hint => " as the hint file asked",
-                SleepSource::Backoff | SleepSource::Splay => "",
-            };
-            line.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
-        }
-        self.say(WARNING, &line);
+        let of = of_attempts(record.attempt, record.max_attempts);
+        let mut what = format!("{} ({})", record.reason, record.outcome.as_str());
+        let Some(sleep) = next else {
+            self.say(WARNING, &format!("attempt {of} failed: {what}"));
+            return;
+        };
+        let why = match sleep.source {
+            SleepSource::RetryAfter => " as Retry-After asked",
+            SleepSource::Hint => " as the hint file asked",
+            SleepSource::Backoff | SleepSource::Splay => "",
+        };
+        what.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
+        let line = format!("attempt {of} failed: {what}");
+        // On GitHub, a failure that will be retried is a warning annotation.
+        let message = format!("{what}\ncommand: {}", self.short_command());
+        let title = format!("retry: attempt {of} failed");
+        self.annotate(Level::Warning, &title, &message, WARNING, &line);
     }
 
     pub(crate) fn sleep(&mut self, sleep: &SleepRecord) {
@@ -326,6 +564,7 @@ impl Reporter {
 
     /// A run refused by an open circuit: said even with `-q`, since nothing ran.
     pub(crate) fn circuit_open(&mut self, message: &str, exit_code: i32, elapsed: Duration) {
+        self.close_fold();
         if self.json {
             self.event(&json!({
                 "event": "done",
@@ -336,11 +575,18 @@ impl Reporter {
                 "message": message,
             }));
         } else {
-            self.say(FAILURE, message);
+            self.annotate(
+                Level::Error,
+                "retry: circuit open",
+                message,
+                FAILURE,
+                message,
+            );
         }
     }
 
     pub(crate) fn done(&mut self, record: &DoneRecord) {
+        self.close_fold();
         if self.json {
             if self.verbosity != Verbosity::Quiet || record.outcome != RunOutcome::Success {
                 self.event(&json!({
@@ -402,7 +648,14 @@ impl Reporter {
                     "gave up after {} {plural} in {elapsed}: {why}{}",
                     record.attempts, record.detail
                 );
-                self.say(FAILURE, &line);
+                // On GitHub, the give-up is an error annotation.
+                let title = format!("retry: gave up after {} {plural}", record.attempts);
+                let message = format!(
+                    "{why}{} ({elapsed} in all)\ncommand: {}",
+                    record.detail,
+                    self.short_command()
+                );
+                self.annotate(Level::Error, &title, &message, FAILURE, &line);
             }
         }
     }
@@ -433,5 +686,13 @@ impl Reporter {
             let line = format!("--{which}: {} in {}", ending.describe(), human(duration));
             self.say(DIM, &line);
         }
+    }
+}
+
+impl Drop for Reporter {
+    /// The last exit: a fold still open (retry failed on its own mid-run)
+    /// is closed, so the CI log stays balanced.
+    fn drop(&mut self) {
+        self.close_fold();
     }
 }

@@ -654,9 +654,10 @@ fn display_command(command: &[OsString]) -> String {
 
 /// Retries layered on retries multiply: say so once, with the numbers.
 /// The outer attempt comes from the environment: shown as a number, or
-/// quoted on one short line, so it cannot forge lines of ours.
+/// quoted on one short line, so it cannot forge lines of ours. An empty
+/// `RETRY_ATTEMPT` counts as unset (as for the CI folds).
 fn nested_warning(inner: Option<u64>) -> Option<String> {
-    let outer_attempt = std::env::var_os("RETRY_ATTEMPT")?;
+    let outer_attempt = std::env::var_os("RETRY_ATTEMPT").filter(|v| !v.is_empty())?;
     let outer_attempt = outer_attempt.to_string_lossy();
     let outer_attempt = match outer_attempt.trim().parse::<u64>() {
         Ok(n) => n.to_string(),

@@ -270,7 +270,10 @@ mod tests {
         // The circuit of the same name is another key, still missing.
         let circuit = store.update(&name, &mut |_| {}).unwrap();
         assert!(circuit.warning.is_none());
-        assert_eq!(circuit.state, crate::circuit::breaker::CircuitState::default());
+        assert_eq!(
+            circuit.state,
+            crate::circuit::breaker::CircuitState::default()
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ use std::time::Duration;
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_retry");
 
 /// The binary with a clean environment: no RETRY_* from a surrounding run,
-/// no colour, and a hard timeout so a hang fails instead of blocking CI.
+/// no colour, no CI variables (the suite reads the same inside GitHub
+/// Actions or GitLab CI, and writes no step files of theirs), and a hard
+/// timeout so a hang fails instead of blocking CI.
 pub(crate) fn retry() -> assert_cmd::Command {
     let mut std_command = std::process::Command::new(BIN);
     scrub(&mut std_command);
@@ -30,7 +32,17 @@ pub(crate) fn retry_std() -> std::process::Command {
 fn scrub(command: &mut std::process::Command) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
-        if key.starts_with("RETRY_") || key == "NO_COLOR" || key == "XDG_STATE_HOME" {
+        let ci = [
+            "GITHUB_ACTIONS",
+            "GITLAB_CI",
+            "GITHUB_OUTPUT",
+            "GITHUB_STEP_SUMMARY",
+        ];
+        if key.starts_with("RETRY_")
+            || key == "NO_COLOR"
+            || key == "XDG_STATE_HOME"
+            || ci.contains(&key.as_str())
+        {
             command.env_remove(&key);
         }
     }
