@@ -40,7 +40,13 @@ pub(crate) struct PatternSet {
     /// Index in the sets of the Retry-After pattern, when it is wanted.
     retry_after: Option<usize>,
     retry_after_value: Regex,
+    /// Per pattern: keep the first line it matched (a preset's message
+    /// quotes its capture groups). Empty: keep none.
+    keep_line: Vec<bool>,
 }
+
+/// How much of a matched line is kept for a message's capture groups.
+pub(crate) const KEPT_LINE: usize = 1024;
 
 /// `Retry-After: 5`, also as `curl -v` prints it (`< Retry-After: 5`).
 const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
@@ -86,7 +92,14 @@ impl PatternSet {
             per_block,
             retry_after,
             retry_after_value: Regex::new(RETRY_AFTER)?,
+            keep_line: Vec::new(),
         })
+    }
+
+    /// Keep the first matching line (at most [`KEPT_LINE`] bytes) of the
+    /// patterns flagged here, by their numbers.
+    pub(crate) fn keep_lines(&mut self, flags: Vec<bool>) {
+        self.keep_line = flags;
     }
 }
 
@@ -97,6 +110,9 @@ pub(crate) struct ScanResult {
     pub(crate) matched: Vec<bool>,
     /// The value of the last Retry-After header line.
     pub(crate) retry_after: Option<String>,
+    /// Per pattern flagged by [`PatternSet::keep_lines`]: the first line it
+    /// matched, cut at [`KEPT_LINE`] bytes. Empty when none is flagged.
+    pub(crate) lines: Vec<Option<Vec<u8>>>,
 }
 
 impl ScanResult {
@@ -109,6 +125,14 @@ impl ScanResult {
         }
         if other.retry_after.is_some() {
             self.retry_after.clone_from(&other.retry_after);
+        }
+        if self.lines.len() < other.lines.len() {
+            self.lines.resize(other.lines.len(), None);
+        }
+        for (mine, theirs) in self.lines.iter_mut().zip(&other.lines) {
+            if mine.is_none() {
+                mine.clone_from(theirs);
+            }
         }
     }
 }
@@ -132,6 +156,7 @@ impl<'a> Scanner<'a> {
             result: ScanResult {
                 matched: vec![false; set.count],
                 retry_after: None,
+                lines: vec![None; set.keep_line.len()],
             },
         }
     }
@@ -198,6 +223,12 @@ impl<'a> Scanner<'a> {
                 }
             } else {
                 self.result.matched[index] = true;
+                if self.set.keep_line.get(index) == Some(&true)
+                    && let Some(kept) = self.result.lines.get_mut(index)
+                    && kept.is_none()
+                {
+                    *kept = Some(line[..line.len().min(KEPT_LINE)].to_vec());
+                }
             }
         }
     }
@@ -343,5 +374,14 @@ mod tests {
         let input = b"HTTP/1.1 503\r\nRetry-After: 120\r\n\r\n< retry-after: 5\r\nbody\n";
         let result = scan_in_chunks(&set, input, 7);
         assert_eq!(result.retry_after.as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn the_first_matching_line_is_kept_for_flagged_patterns_only() {
+        let mut set = set(&["error: (\\d+)"], &["busy"], false);
+        set.keep_lines(vec![true, false]);
+        let result = scan_in_chunks(&set, b"error: 503\nbusy\nerror: 404\n", 5);
+        assert_eq!(result.matched, [true, true]);
+        assert_eq!(result.lines, [Some(b"error: 503".to_vec()), None]);
     }
 }
