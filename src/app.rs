@@ -13,6 +13,7 @@ use crate::cli::Cli;
 use crate::config::{Config, Mode};
 use crate::decision::RunOutcome;
 use crate::exit::ExitStatus;
+use crate::presets::{self, Sources};
 use crate::report::Reporter;
 use crate::runner::RunSummary;
 use crate::{child, explain, generate, metrics, runner, signals};
@@ -52,8 +53,9 @@ pub fn run() -> ExitStatus {
         Ok(config) => config,
         Err(err) => return usage_error(&err.0),
     };
-    match config.mode {
+    match &config.mode {
         Mode::Generate(kind) => {
+            let kind = *kind;
             let mut out = Vec::new();
             match generate::generate(kind, Cli::command(), &mut out) {
                 Ok(()) => print(&out),
@@ -74,6 +76,14 @@ pub fn run() -> ExitStatus {
                 let _ = usage_error(&format!("--circuit-reset: {err:#}"));
                 ExitStatus::STATE_FAILED
             }
+        },
+        Mode::PresetList => match presets::list_text(&Sources::from_env()) {
+            Ok(text) => print(text.as_bytes()),
+            Err(err) => usage_error(&err),
+        },
+        Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env()) {
+            Ok(text) => print(text.as_bytes()),
+            Err(err) => usage_error(&err),
         },
         Mode::Run => run_command(&config),
     }

@@ -26,6 +26,12 @@ pub(crate) struct Observation<'a> {
     pub(crate) hint: Option<Hint>,
     /// Per output pattern, by its slot: did a line of the output match?
     pub(crate) matched: &'a [bool],
+    /// Per output pattern whose message quotes capture groups, by its slot:
+    /// the first line it matched.
+    pub(crate) lines: &'a [Option<Vec<u8>>],
+    /// Say how a preset chosen from the command name came to apply (the
+    /// run's first failure line does).
+    pub(crate) name_the_choice: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,61 +65,89 @@ fn verdict(class: Class, reason: impl Into<String>) -> Verdict {
 }
 
 pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict {
+    let (mut verdict, by_preset) = decide(observation, rules);
+    // The first failure of a run says which preset the command's name chose.
+    if observation.name_the_choice && verdict.class != Class::Success && !by_preset {
+        for set in &rules.sets {
+            if let RuleSource::Preset {
+                name,
+                automatic: true,
+                ..
+            } = &set.source
+            {
+                verdict.reason.push_str(&format!(
+                    "; preset {name} applies (chosen from the command name)"
+                ));
+            }
+        }
+    }
+    verdict
+}
+
+/// The verdict, and whether a preset's rule decided it.
+fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
     let ending = observation.ending;
     if ending.succeeded() {
-        return verdict(Class::Success, ending.describe());
+        return (verdict(Class::Success, ending.describe()), false);
     }
     let what = ending.describe();
     if ending.timed_out {
         return if rules.stop_on_timeout {
-            verdict(Class::Permanent, format!("{what}; --stop-on-timeout"))
+            (
+                verdict(Class::Permanent, format!("{what}; --stop-on-timeout")),
+                false,
+            )
         } else {
-            verdict(Class::Transient, what)
+            (verdict(Class::Transient, what), false)
         };
     }
     // 6. A user at the terminal, or a reader that went away.
     if let ProcessEnd::Signaled(signal) = ending.process
         && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
     {
-        return verdict(Class::Permanent, what);
+        return (verdict(Class::Permanent, what), false);
     }
 
     // 0. The attempt's own word wins over every other rule.
-    match observation.hint {
-        Some(Hint::Permanent) => {
-            return verdict(
-                Class::Permanent,
-                format!("{what}; hint file said permanent"),
-            );
-        }
-        Some(Hint::Transient) => {
-            return verdict(
-                Class::Transient,
-                format!("{what}; hint file said transient"),
-            );
-        }
-        Some(Hint::RetryAfter(_)) => {
-            return verdict(
-                Class::Transient,
-                format!("{what}; hint file said retry-after"),
-            );
-        }
-        None => {}
+    let said = match observation.hint {
+        Some(Hint::Permanent) => Some((Class::Permanent, "permanent")),
+        Some(Hint::Transient) => Some((Class::Transient, "transient")),
+        Some(Hint::RetryAfter(_)) => Some((Class::Transient, "retry-after")),
+        None => None,
+    };
+    if let Some((class, word)) = said {
+        return (
+            verdict(class, format!("{what}; hint file said {word}")),
+            false,
+        );
     }
 
     // 1-4, per rule set: the command line's first, then the preset's.
     let matched = |rule: &&OutputRule| observation.matched.get(rule.slot) == Some(&true);
     for set in &rules.sets {
+        let label = Label {
+            set,
+            name_the_choice: observation.name_the_choice,
+        };
+        let is_preset = matches!(set.source, RuleSource::Preset { .. });
         if let Some(rule) = set.stop_on_output.iter().find(matched) {
-            return verdict(
-                Class::Permanent,
-                output_reason(&what, set, rule, "--stop-on-output"),
+            let shown = rule.describe(line_of(observation, rule));
+            return (
+                verdict(
+                    Class::Permanent,
+                    label.output(&what, rule, &shown, "--stop-on-output"),
+                ),
+                is_preset,
             );
         }
         if let Some(rule) = set.retry_on_output.iter().find(matched) {
-            return verdict(
-                Class::Transient,
-                output_reason(&what, set, rule, "--retry-on-output"),
+            let shown = rule.describe(line_of(observation, rule));
+            return (
+                verdict(
+                    Class::Transient,
+                    label.output(&what, rule, &shown, "--retry-on-output"),
+                ),
+                is_preset,
             );
         }
         // A death by signal N meets the lists as the shell shows it, 128+N.
@@ -127,42 +161,102 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
             .as_ref()
             .is_some_and(|codes| codes.contains(code))
         {
-            return verdict(
-                Class::Permanent,
-                format!("{what} is in {}", exit_flag(set, "--stop-on-exit")),
+            return (
+                verdict(
+                    Class::Permanent,
+                    label.listed(&what, code, "--stop-on-exit"),
+                ),
+                is_preset,
             );
         }
         if let Some(codes) = &set.retry_on_exit {
-            let flag = exit_flag(set, "--retry-on-exit");
             return if codes.contains(code) {
-                verdict(Class::Transient, format!("{what} is in {flag}"))
+                (
+                    verdict(
+                        Class::Transient,
+                        label.listed(&what, code, "--retry-on-exit"),
+                    ),
+                    is_preset,
+                )
             } else {
-                verdict(Class::Permanent, format!("{what} is not in {flag}"))
+                (verdict(Class::Permanent, label.unlisted(&what)), is_preset)
             };
+        }
+        // A preset whose other failures go to retry's defaults still names
+        // the codes of its transient rules.
+        if is_preset && set.exit_rule(code).is_some() {
+            return (
+                verdict(Class::Transient, label.listed(&what, code, "")),
+                true,
+            );
         }
     }
 
     // 5. Not found, not executable: deterministic, retrying cannot help.
     if let ProcessEnd::NotStarted { .. } = ending.process {
-        return verdict(Class::Permanent, what);
+        return (verdict(Class::Permanent, what), false);
     }
     // 7.
-    verdict(Class::Transient, what)
+    (verdict(Class::Transient, what), false)
 }
 
-/// `exit 1; output matched --retry-on-output 'busy'`, or for a preset,
-/// what its pattern means: `exit 22; curl reported HTTP 503 ... (preset curl)`.
-fn output_reason(what: &str, set: &RuleSet, rule: &OutputRule, flag: &str) -> String {
-    match &set.source {
-        RuleSource::CommandLine => format!("{what}; output matched {flag} '{}'", rule.shown),
-        RuleSource::Preset(name) => format!("{what}; {} (preset {name})", rule.shown),
+fn line_of<'a>(observation: &'a Observation<'_>, rule: &OutputRule) -> Option<&'a [u8]> {
+    observation.lines.get(rule.slot).and_then(Option::as_deref)
+}
+
+/// How a rule set's rules are named in a verdict's reason.
+struct Label<'a> {
+    set: &'a RuleSet,
+    name_the_choice: bool,
+}
+
+impl Label<'_> {
+    /// `(preset curl)`, or on the first failure of an automatic choice
+    /// `(preset git, chosen from the command name)`.
+    fn preset(&self) -> String {
+        match &self.set.source {
+            RuleSource::CommandLine => String::new(),
+            RuleSource::Preset {
+                name, automatic, ..
+            } => {
+                if *automatic && self.name_the_choice {
+                    format!("(preset {name}, chosen from the command name)")
+                } else {
+                    format!("(preset {name})")
+                }
+            }
+        }
     }
-}
 
-fn exit_flag(set: &RuleSet, flag: &str) -> String {
-    match &set.source {
-        RuleSource::CommandLine => flag.to_string(),
-        RuleSource::Preset(name) => format!("preset {name} ({flag})"),
+    /// `exit 1; output matched --retry-on-output 'busy'`, or for a preset,
+    /// what its pattern means: `exit 22; curl reported HTTP 503 (preset curl)`.
+    fn output(&self, what: &str, rule: &OutputRule, shown: &str, flag: &str) -> String {
+        match &self.set.source {
+            RuleSource::CommandLine => format!("{what}; output matched {flag} '{}'", rule.shown),
+            RuleSource::Preset { .. } => format!("{what}; {shown} {}", self.preset()),
+        }
+    }
+
+    /// The code is in a list: `exit 7 is in --stop-on-exit`, or what the
+    /// preset's rule says: `exit 7; curl could not connect (preset curl)`.
+    fn listed(&self, what: &str, code: i32, flag: &str) -> String {
+        match (&self.set.source, self.set.exit_rule(code)) {
+            (RuleSource::Preset { .. }, Some(rule)) => {
+                format!("{what}; {} {}", rule.means, self.preset())
+            }
+            (RuleSource::Preset { .. }, None) => format!("{what} {}", self.preset()),
+            (RuleSource::CommandLine, _) => format!("{what} is in {flag}"),
+        }
+    }
+
+    /// The code is in no list of a set that makes the others permanent.
+    fn unlisted(&self, what: &str) -> String {
+        match &self.set.source {
+            RuleSource::CommandLine => format!("{what} is not in --retry-on-exit"),
+            RuleSource::Preset { .. } => {
+                format!("{what} is in no transient rule {}", self.preset())
+            }
+        }
     }
 }
 
@@ -209,6 +303,8 @@ mod tests {
                 ending,
                 hint,
                 matched,
+                lines: &[],
+                name_the_choice: false,
             },
             &all(rules),
         )
@@ -304,7 +400,7 @@ mod tests {
     fn the_users_rules_override_a_presets() {
         let mut preset = RuleSet {
             retry_on_exit: Some(parse_codes("6,7,28").unwrap()),
-            ..RuleSet::empty(RuleSource::Preset("curl".into()))
+            ..RuleSet::empty(RuleSource::preset("curl"))
         };
         preset.retry_on_output = vec![rule(0, "503")];
         let rules = [user(Some("7"), None), preset];
@@ -325,6 +421,8 @@ mod tests {
                 ending: &ended(ProcessEnd::Exited(22)),
                 hint: None,
                 matched: &[true],
+                lines: &[],
+                name_the_choice: false,
             },
             &all(&rules),
         );
@@ -343,6 +441,8 @@ mod tests {
                 ending: &ending,
                 hint: None,
                 matched: &[],
+                lines: &[],
+                name_the_choice: false,
             },
             &all(&[user(None, None)]),
         );
@@ -378,6 +478,8 @@ mod tests {
             ending: &ending,
             hint: None,
             matched: &[],
+            lines: &[],
+            name_the_choice: false,
         };
         assert_eq!(classify(&observation, &strict).class, Class::Permanent);
     }

@@ -6,8 +6,8 @@
 //! Rooms, from the bottom up (a room imports only rooms below it):
 //! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs` - `backoff`,
 //! `hint`, `child` -
-//! `output`, `rules`, `classify`, `decision`, `stdin` - `attempt`, `report`,
-//! `preset`, `circuit`, `generate` - `cli` - `config` - `explain`, `runner`,
+//! `output`, `rules`, `classify`, `decision`, `stdin` - `presets`, `attempt`,
+//! `report`, `circuit` - `generate` - `cli` - `config` - `explain`, `runner`,
 //! `metrics` - `app`.
 
 pub mod app;
@@ -26,7 +26,7 @@ mod generate;
 mod hint;
 mod metrics;
 mod output;
-mod preset;
+mod presets;
 mod report;
 mod rules;
 mod runner;

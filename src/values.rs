@@ -197,6 +197,35 @@ impl std::fmt::Debug for CodeSet {
     }
 }
 
+/// `1,7,28,52-56`: the syntax it was parsed from.
+impl std::fmt::Display for CodeSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        let mut code = 0;
+        while code < 256 {
+            if !self.0[code] {
+                code += 1;
+                continue;
+            }
+            let start = code;
+            while code + 1 < 256 && self.0[code + 1] {
+                code += 1;
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == code {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{code}")?;
+            }
+            code += 1;
+        }
+        Ok(())
+    }
+}
+
 impl CodeSet {
     pub fn contains(&self, code: i32) -> bool {
         (0..256).contains(&code) && self.0[code as usize]
@@ -353,6 +382,8 @@ mod tests {
             assert!(!set.contains(code));
         }
         assert!(parse_codes("0-255").unwrap().contains(255));
+        assert_eq!(set.to_string(), "1,7,28,52-56");
+        assert_eq!(parse_codes("255,0").unwrap().to_string(), "0,255");
         for bad in ["", "1,,2", "256", "5-3", "a", "-1", "1-"] {
             assert!(parse_codes(bad).is_err(), "{bad}");
         }
