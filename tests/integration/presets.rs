@@ -702,3 +702,100 @@ fn explain_shows_the_rules_in_force_and_where_they_come_from() {
         .success()
         .stdout(predicate::str::contains("preset").not());
 }
+
+/// A server on 127.0.0.1 that reads each request and then, per connection
+/// in turn, closes without a reply (`"close"`), resets the connection
+/// (`"reset"`), or answers 200 (`"ok"`; the last entry repeats). Returns the
+/// port and the count of connections.
+fn faulty_server(
+    script: Vec<&'static str>,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, Write};
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" {
+                    break;
+                }
+                line.clear();
+            }
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            match script[n.min(script.len() - 1)] {
+                "reset" => {
+                    // SO_LINGER with a zero timeout: close sends a RST.
+                    let linger = libc::linger {
+                        l_onoff: 1,
+                        l_linger: 0,
+                    };
+                    // SAFETY: a valid socket descriptor and a linger struct
+                    // of the size given.
+                    unsafe {
+                        libc::setsockopt(
+                            stream.as_raw_fd(),
+                            libc::SOL_SOCKET,
+                            libc::SO_LINGER,
+                            std::ptr::addr_of!(linger).cast(),
+                            size_of::<libc::linger>() as libc::socklen_t,
+                        );
+                    }
+                }
+                "close" => {}
+                _ => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+                    );
+                }
+            }
+        }
+    });
+    (port, served)
+}
+
+#[test]
+fn curl_and_wget_retry_a_reset_and_an_empty_reply() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = faulty_server(vec!["reset", "close", "ok"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(&[], &["-d", "1ms", "--", "curl", "-fsS", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"ok\n");
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+    let tried = attempts(&events);
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 56; sending or receiving network data failed (connection reset) (preset curl, chosen from the command name)"
+    );
+    assert_eq!(
+        tried[1]["reason"],
+        "exit 52; the server closed the connection without a reply (preset curl)"
+    );
+    if !have("wget") {
+        return;
+    }
+    let (port, served) = faulty_server(vec!["reset", "ok"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(
+        &[],
+        &["-d", "1ms", "--", "wget", "--tries=1", "-O", "-", &url],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(attempts(&events)[0]["outcome"], "transient");
+}
