@@ -110,7 +110,7 @@ _retry() {
                     return 0
                     ;;
                 --preset)
-                    COMPREPLY=($(compgen -W "curl" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --max-retry-after)

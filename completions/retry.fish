@@ -11,7 +11,7 @@ complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 
 complete -c retry -l stop-on-exit -d 'Exit codes that are permanent failures: stop at once (a death by signal N counts as 128+N)' -r
 complete -c retry -l retry-on-output -d 'A failed attempt whose output has a line matching REGEX is transient (repeatable)' -r
 complete -c retry -l stop-on-output -d 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)' -r
-complete -c retry -l preset -d 'Rules for a known command: \'curl\' makes a `curl --fail` child retry like curl\'s own --retry' -r -f -a "curl\t'curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504'"
+complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt-get, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else ~/.config/retry/presets.toml, and /etc/retry/presets.toml' -r
 complete -c retry -l max-retry-after -d 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)'
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'
@@ -48,7 +48,7 @@ complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses run
 complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
 complete -c retry -l stop-on-timeout -d 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
 complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)'
-complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by --preset curl)'
+complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by the curl and wget presets)'
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'
 complete -c retry -l until-failure -d 'The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given'

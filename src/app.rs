@@ -15,6 +15,7 @@ use crate::cli::Cli;
 use crate::config::{Config, Mode};
 use crate::decision::RunOutcome;
 use crate::exit::ExitStatus;
+use crate::presets::{self, Sources};
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
 use crate::runner::RunSummary;
 use crate::{child, explain, generate, metrics, runner, signals};
@@ -103,8 +104,9 @@ pub fn run() -> ExitStatus {
         }
     };
     let settings = &config.report;
-    match config.mode {
+    match &config.mode {
         Mode::Generate(kind) => {
+            let kind = *kind;
             let mut out = Vec::new();
             match generate::generate(kind, Cli::command(), &mut out) {
                 Ok(()) => print(&out),
@@ -134,6 +136,14 @@ pub fn run() -> ExitStatus {
                 &format!("--circuit-reset: {err:#}"),
                 ExitStatus::STATE_FAILED,
             ),
+        },
+        Mode::PresetList => match presets::list_text(&Sources::from_env()) {
+            Ok(text) => print(text.as_bytes()),
+            Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
+        },
+        Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env()) {
+            Ok(text) => print(text.as_bytes()),
+            Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
         },
         Mode::Run => run_command(&config, &run_id),
     }

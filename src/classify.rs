@@ -29,6 +29,12 @@ pub(crate) struct Observation<'a> {
     pub(crate) hint: Option<Hint>,
     /// Per output pattern, by its slot: did a line of the output match?
     pub(crate) matched: &'a [bool],
+    /// Per output pattern whose message quotes capture groups, by its slot:
+    /// the first line it matched.
+    pub(crate) lines: &'a [Option<Vec<u8>>],
+    /// Say how a preset chosen from the command name came to apply (the
+    /// run's first failure line does).
+    pub(crate) name_the_choice: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +67,6 @@ fn verdict(class: Class, reason: impl Into<String>) -> Verdict {
     }
 }
 
-/// Exited in time with 0 or a `--success-on-exit` code. A death by a signal
-/// never counts as success.
 fn success_code(ending: &Ending, rules: &Rules) -> bool {
     match ending.process {
         _ if ending.timed_out => false,
@@ -76,6 +80,27 @@ fn success_code(ending: &Ending, rules: &Rules) -> bool {
 }
 
 pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict {
+    let (mut verdict, by_preset) = decide(observation, rules);
+    // The first failure of a run says which preset the command's name chose.
+    if observation.name_the_choice && verdict.class != Class::Success && !by_preset {
+        for set in &rules.sets {
+            if let RuleSource::Preset {
+                name,
+                automatic: true,
+                ..
+            } = &set.source
+            {
+                verdict.reason.push_str(&format!(
+                    "; preset {name} applies (chosen from the command name)"
+                ));
+            }
+        }
+    }
+    verdict
+}
+
+/// The verdict, and whether a preset's rule decided it.
+fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
     let ending = observation.ending;
     let what = ending.describe();
     let matched = |rule: &&OutputRule| observation.matched.get(rule.slot) == Some(&true);
@@ -86,51 +111,62 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
             format!("{what} is in --success-on-exit")
         };
         if rules.until_output.is_empty() {
-            return verdict(Class::Success, what);
+            return (verdict(Class::Success, what), false);
         }
         if let Some(rule) = rules.until_output.iter().find(matched) {
-            return verdict(
-                Class::Success,
-                format!("{what}; output matched --until-output '{}'", rule.shown),
+            return (
+                verdict(
+                    Class::Success,
+                    format!("{what}; output matched --until-output '{}'", rule.shown),
+                ),
+                false,
             );
         }
         // Not ready yet. Its code is a success code, so the exit-code lists
         // do not judge it; the attempt's own word and the output rules do.
         let what = format!("{what}; not ready yet (no line matched --until-output)");
         if let Some(verdict) = hint_verdict(observation.hint, &what) {
-            return verdict;
+            return (verdict, false);
         }
         for set in &rules.sets {
-            if let Some(verdict) = output_verdict(set, &matched, &what) {
-                return verdict;
+            if let Some(found) = output_verdict(observation, set, &matched, &what) {
+                return found;
             }
         }
-        return verdict(Class::Transient, what);
+        return (verdict(Class::Transient, what), false);
     }
     if ending.timed_out {
         return if rules.stop_on_timeout {
-            verdict(Class::Permanent, format!("{what}; --stop-on-timeout"))
+            (
+                verdict(Class::Permanent, format!("{what}; --stop-on-timeout")),
+                false,
+            )
         } else {
-            verdict(Class::Transient, what)
+            (verdict(Class::Transient, what), false)
         };
     }
     // 6. A user at the terminal, or a reader that went away.
     if let ProcessEnd::Signaled(signal) = ending.process
         && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
     {
-        return verdict(Class::Permanent, what);
+        return (verdict(Class::Permanent, what), false);
     }
 
     // 0. The attempt's own word wins over every other rule.
     if let Some(verdict) = hint_verdict(observation.hint, &what) {
-        return verdict;
+        return (verdict, false);
     }
 
     // 1-4, per rule set: the command line's first, then the preset's.
     for set in &rules.sets {
-        if let Some(verdict) = output_verdict(set, &matched, &what) {
-            return verdict;
+        if let Some(found) = output_verdict(observation, set, &matched, &what) {
+            return found;
         }
+        let label = Label {
+            set,
+            name_the_choice: observation.name_the_choice,
+        };
+        let is_preset = matches!(set.source, RuleSource::Preset { .. });
         // A death by signal N meets the lists as the shell shows it, 128+N.
         let code = match ending.process {
             ProcessEnd::Exited(code) => code,
@@ -142,27 +178,43 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
             .as_ref()
             .is_some_and(|codes| codes.contains(code))
         {
-            return verdict(
-                Class::Permanent,
-                format!("{what} is in {}", exit_flag(set, "--stop-on-exit")),
+            return (
+                verdict(
+                    Class::Permanent,
+                    label.listed(&what, code, "--stop-on-exit"),
+                ),
+                is_preset,
             );
         }
         if let Some(codes) = &set.retry_on_exit {
-            let flag = exit_flag(set, "--retry-on-exit");
             return if codes.contains(code) {
-                verdict(Class::Transient, format!("{what} is in {flag}"))
+                (
+                    verdict(
+                        Class::Transient,
+                        label.listed(&what, code, "--retry-on-exit"),
+                    ),
+                    is_preset,
+                )
             } else {
-                verdict(Class::Permanent, format!("{what} is not in {flag}"))
+                (verdict(Class::Permanent, label.unlisted(&what)), is_preset)
             };
+        }
+        // A preset whose other failures go to retry's defaults still names
+        // the codes of its transient rules.
+        if is_preset && set.exit_rule(code).is_some() {
+            return (
+                verdict(Class::Transient, label.listed(&what, code, "")),
+                true,
+            );
         }
     }
 
     // 5. Not found, not executable: deterministic, retrying cannot help.
     if let ProcessEnd::NotStarted { .. } = ending.process {
-        return verdict(Class::Permanent, what);
+        return (verdict(Class::Permanent, what), false);
     }
     // 7.
-    verdict(Class::Transient, what)
+    (verdict(Class::Transient, what), false)
 }
 
 /// Rule 0: the hint file's word.
@@ -176,39 +228,88 @@ fn hint_verdict(hint: Option<Hint>, what: &str) -> Option<Verdict> {
 }
 
 /// Rules 1 and 2 of one rule set: a line matched `--stop-on-output` or
-/// `--retry-on-output`.
+/// `--retry-on-output`; and whether the set is a preset's.
 fn output_verdict(
+    observation: &Observation<'_>,
     set: &RuleSet,
     matched: &impl Fn(&&OutputRule) -> bool,
     what: &str,
-) -> Option<Verdict> {
-    if let Some(rule) = set.stop_on_output.iter().find(matched) {
-        return Some(verdict(
-            Class::Permanent,
-            output_reason(what, set, rule, "--stop-on-output"),
-        ));
-    }
-    set.retry_on_output.iter().find(matched).map(|rule| {
-        verdict(
-            Class::Transient,
-            output_reason(what, set, rule, "--retry-on-output"),
-        )
-    })
+) -> Option<(Verdict, bool)> {
+    let label = Label {
+        set,
+        name_the_choice: observation.name_the_choice,
+    };
+    let is_preset = matches!(set.source, RuleSource::Preset { .. });
+    let (class, rule, flag) = if let Some(rule) = set.stop_on_output.iter().find(matched) {
+        (Class::Permanent, rule, "--stop-on-output")
+    } else {
+        let rule = set.retry_on_output.iter().find(matched)?;
+        (Class::Transient, rule, "--retry-on-output")
+    };
+    let shown = rule.describe(line_of(observation, rule));
+    Some((
+        verdict(class, label.output(what, rule, &shown, flag)),
+        is_preset,
+    ))
 }
 
-/// `exit 1; output matched --retry-on-output 'busy'`, or for a preset,
-/// what its pattern means: `exit 22; curl reported HTTP 503 ... (preset curl)`.
-fn output_reason(what: &str, set: &RuleSet, rule: &OutputRule, flag: &str) -> String {
-    match &set.source {
-        RuleSource::CommandLine => format!("{what}; output matched {flag} '{}'", rule.shown),
-        RuleSource::Preset(name) => format!("{what}; {} (preset {name})", rule.shown),
-    }
+fn line_of<'a>(observation: &'a Observation<'_>, rule: &OutputRule) -> Option<&'a [u8]> {
+    observation.lines.get(rule.slot).and_then(Option::as_deref)
 }
 
-fn exit_flag(set: &RuleSet, flag: &str) -> String {
-    match &set.source {
-        RuleSource::CommandLine => flag.to_string(),
-        RuleSource::Preset(name) => format!("preset {name} ({flag})"),
+/// How a rule set's rules are named in a verdict's reason.
+struct Label<'a> {
+    set: &'a RuleSet,
+    name_the_choice: bool,
+}
+
+impl Label<'_> {
+    /// `(preset curl)`, or on the first failure of an automatic choice
+    /// `(preset git, chosen from the command name)`.
+    fn preset(&self) -> String {
+        match &self.set.source {
+            RuleSource::CommandLine => String::new(),
+            RuleSource::Preset {
+                name, automatic, ..
+            } => {
+                if *automatic && self.name_the_choice {
+                    format!("(preset {name}, chosen from the command name)")
+                } else {
+                    format!("(preset {name})")
+                }
+            }
+        }
+    }
+
+    /// `exit 1; output matched --retry-on-output 'busy'`, or for a preset,
+    /// what its pattern means: `exit 22; curl reported HTTP 503 (preset curl)`.
+    fn output(&self, what: &str, rule: &OutputRule, shown: &str, flag: &str) -> String {
+        match &self.set.source {
+            RuleSource::CommandLine => format!("{what}; output matched {flag} '{}'", rule.shown),
+            RuleSource::Preset { .. } => format!("{what}; {shown} {}", self.preset()),
+        }
+    }
+
+    /// The code is in a list: `exit 7 is in --stop-on-exit`, or what the
+    /// preset's rule says: `exit 7; curl could not connect (preset curl)`.
+    fn listed(&self, what: &str, code: i32, flag: &str) -> String {
+        match (&self.set.source, self.set.exit_rule(code)) {
+            (RuleSource::Preset { .. }, Some(rule)) => {
+                format!("{what}; {} {}", rule.means, self.preset())
+            }
+            (RuleSource::Preset { .. }, None) => format!("{what} {}", self.preset()),
+            (RuleSource::CommandLine, _) => format!("{what} is in {flag}"),
+        }
+    }
+
+    /// The code is in no list of a set that makes the others permanent.
+    fn unlisted(&self, what: &str) -> String {
+        match &self.set.source {
+            RuleSource::CommandLine => format!("{what} is not in --retry-on-exit"),
+            RuleSource::Preset { .. } => {
+                format!("{what} is in no transient rule {}", self.preset())
+            }
+        }
     }
 }
 
@@ -257,6 +358,8 @@ mod tests {
                 ending,
                 hint,
                 matched,
+                lines: &[],
+                name_the_choice: false,
             },
             &all(rules),
         )
@@ -352,7 +455,7 @@ mod tests {
     fn the_users_rules_override_a_presets() {
         let mut preset = RuleSet {
             retry_on_exit: Some(parse_codes("6,7,28").unwrap()),
-            ..RuleSet::empty(RuleSource::Preset("curl".into()))
+            ..RuleSet::empty(RuleSource::preset("curl"))
         };
         preset.retry_on_output = vec![rule(0, "503")];
         let rules = [user(Some("7"), None), preset];
@@ -373,6 +476,8 @@ mod tests {
                 ending: &ended(ProcessEnd::Exited(22)),
                 hint: None,
                 matched: &[true],
+                lines: &[],
+                name_the_choice: false,
             },
             &all(&rules),
         );
@@ -391,6 +496,8 @@ mod tests {
                 ending: &ending,
                 hint: None,
                 matched: &[],
+                lines: &[],
+                name_the_choice: false,
             },
             &all(&[user(None, None)]),
         );
@@ -426,6 +533,8 @@ mod tests {
             ending: &ending,
             hint: None,
             matched: &[],
+            lines: &[],
+            name_the_choice: false,
         };
         assert_eq!(classify(&observation, &strict).class, Class::Permanent);
     }
@@ -462,6 +571,8 @@ mod tests {
                 ending,
                 hint,
                 matched,
+                lines: &[],
+                name_the_choice: false,
             },
             rules,
         )

@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 
 use crate::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
@@ -40,7 +40,8 @@ RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS.
 
 Examples:
   retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health
-  retry --preset curl -- curl -fS -o out.json https://api.example.com/items
+  retry -- curl -fsS -D /dev/stderr -o out.json https://api.example.com/items
+  retry --preset list
   retry -n 10 --retry-on-exit 75 --timeout 30s -- ./sync.sh
   retry --until-output '^Running$' -t 5m -- kubectl get pod web -o jsonpath='{.status.phase}'
   retry --until-failure -d 0 -t 10m -- ./flaky-test.sh
@@ -56,7 +57,7 @@ Examples:
                   grows from --delay by --multiplier up to --cap (full jitter by default), \
                   so many clients retrying at once spread out instead of arriving together.",
     after_help = AFTER_HELP,
-    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --preset list | --preset show NAME\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
     max_term_width = 100
 )]
 pub(crate) struct Cli {
@@ -123,11 +124,11 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) scan_stdout: bool,
 
-    /// Rules for a known command: 'curl' makes a `curl --fail` child retry like curl's own --retry
-    #[arg(long, value_name = "NAME", help_heading = CLASSIFY)]
-    pub(crate) preset: Option<Preset>,
+    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt-get, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else ~/.config/retry/presets.toml, and /etc/retry/presets.toml
+    #[arg(long, value_name = "NAME", value_parser = parse_preset, help_heading = CLASSIFY)]
+    pub(crate) preset: Option<String>,
 
-    /// Sleep as long as a 'Retry-After:' header line in the scanned output says (implied by --preset curl)
+    /// Sleep as long as a 'Retry-After:' header line in the scanned output says (implied by the curl and wget presets)
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) retry_after: bool,
 
@@ -257,20 +258,21 @@ pub(crate) struct Cli {
         value_name = "COMMAND",
         trailing_var_arg = true,
         num_args = 1..,
-        required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset"]
+        required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset", "preset"]
     )]
     pub(crate) command: Vec<OsString>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Preset {
-    /// curl --fail: retry connection, DNS, timeout, TLS and empty-reply errors and HTTP 408, 429, 500, 502, 503, 504
-    Curl,
 }
 
 /// Largest compiled size of one user pattern: generous, but a pathological
 /// pattern fails at once instead of eating memory.
 const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+fn parse_preset(text: &str) -> Result<String, String> {
+    if crate::presets::schema::RESERVED.contains(&text) {
+        return Ok(text.to_string());
+    }
+    crate::presets::schema::check_name(text).map(|()| text.to_string())
+}
 
 fn parse_circuit_name(text: &str) -> Result<String, String> {
     crate::circuit::check_name(text).map(|()| text.to_string())

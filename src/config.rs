@@ -9,16 +9,16 @@ use std::time::Duration;
 
 use crate::backoff::Policy;
 use crate::circuit::CircuitConfig;
-use crate::cli::{Cli, Preset};
+use crate::cli::Cli;
 use crate::generate::Kind as GenerateKind;
-use crate::preset;
+use crate::presets::{self, Request, Sources};
 use crate::report::{CiSettings, LogFormat, ReportSettings, Verbosity};
 use crate::rules::{OutputRule, RuleSet, RuleSource, Rules};
 use crate::stdin::StdinMode;
 use crate::values::CodeSet;
 
 /// What this invocation does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
     /// Run the command (behind the circuit, when one is named).
     Run,
@@ -30,6 +30,10 @@ pub(crate) enum Mode {
     CircuitStatus,
     /// `--circuit-reset`.
     CircuitReset,
+    /// `--preset list`: print every preset.
+    PresetList,
+    /// `--preset show NAME`: print one, in a presets file's form.
+    PresetShow(String),
 }
 
 #[derive(Debug)]
@@ -128,6 +132,23 @@ fn union(sets: &[CodeSet]) -> Option<CodeSet> {
     sets.iter().cloned().reduce(|a, b| a.union(&b))
 }
 
+/// `--preset list` and `--preset show NAME` (NAME is the word after it).
+fn preset_mode(preset: Option<&str>, command: &[OsString]) -> Result<Option<Mode>, UsageError> {
+    match preset {
+        Some("list") if command.is_empty() => Ok(Some(Mode::PresetList)),
+        Some("list") => Err(UsageError(
+            "--preset list runs nothing: no COMMAND after it".to_string(),
+        )),
+        Some("show") => match command {
+            [name] => Ok(Some(Mode::PresetShow(name.to_string_lossy().into_owned()))),
+            _ => Err(UsageError(
+                "--preset show takes one preset name: retry --preset show NAME".to_string(),
+            )),
+        },
+        _ => Ok(None),
+    }
+}
+
 impl Config {
     pub(crate) fn from_cli(cli: Cli) -> Result<Config, UsageError> {
         if let Some(max_time) = cli.max_time
@@ -186,9 +207,32 @@ impl Config {
             ..RuleSet::empty(RuleSource::CommandLine)
         }];
         let mut retry_after = cli.retry_after;
-        if cli.preset == Some(Preset::Curl) {
-            sets.push(preset::curl());
-            retry_after = true;
+        let preset_mode = preset_mode(cli.preset.as_deref(), &cli.command)?;
+        let resolving = !(cli.generate.is_some()
+            || cli.circuit_status
+            || cli.circuit_reset
+            || preset_mode.is_some());
+        if resolving {
+            if cli.command.is_empty() && !cli.explain {
+                return Err(UsageError(
+                    "the following required arguments were not provided: <COMMAND>...".to_string(),
+                ));
+            }
+            let request = match cli.preset.as_deref() {
+                None => Request::Auto,
+                Some("none") => Request::Off,
+                Some(name) => Request::Named(name.to_string()),
+            };
+            let chosen = presets::choose(
+                &request,
+                cli.command.first().map(OsString::as_os_str),
+                &Sources::from_env(),
+            )
+            .map_err(UsageError)?;
+            if let Some(chosen) = chosen {
+                sets.push(presets::rule_set(&chosen).map_err(UsageError)?);
+                retry_after |= chosen.preset.retry_after;
+            }
         }
         let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
         rules.stop_on_timeout = cli.stop_on_timeout;
@@ -229,6 +273,8 @@ impl Config {
         }
         let mode = if let Some(kind) = cli.generate {
             Mode::Generate(kind)
+        } else if let Some(mode) = preset_mode {
+            mode
         } else if cli.explain {
             Mode::Explain
         } else if cli.circuit_status {

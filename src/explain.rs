@@ -14,6 +14,7 @@ use rand::rngs::SmallRng;
 use crate::backoff::Policy;
 use crate::config::Config;
 use crate::hook::GIVE_UP_LIMIT;
+use crate::rules::{RuleSource, Rules};
 use crate::text::sanitize_line;
 use crate::values::Jitter;
 use crate::values::human;
@@ -165,6 +166,74 @@ fn conditions(config: &Config) -> Vec<String> {
     lines
 }
 
+/// The rules in force, in the order they are asked, and where each comes
+/// from.
+pub(crate) fn rules_text(rules: &Rules) -> String {
+    let mut out = String::from(
+        "Rules, first match wins (a word in $RETRY_HINT_FILE comes before them all):\n",
+    );
+    for set in &rules.sets {
+        let mut lines = Vec::new();
+        let preset = matches!(set.source, RuleSource::Preset { .. });
+        for (kind, rules_of_kind, flag) in [
+            ("permanent", &set.stop_on_output, "--stop-on-output"),
+            ("transient", &set.retry_on_output, "--retry-on-output"),
+        ] {
+            for rule in rules_of_kind {
+                lines.push(if preset {
+                    format!("{kind}  output '{}': {}", rule.regex.as_str(), rule.shown)
+                } else {
+                    format!("{kind}  {flag} '{}'", rule.shown)
+                });
+            }
+        }
+        if preset {
+            for rule in &set.exit_rules {
+                let kind = if rule.permanent {
+                    "permanent"
+                } else {
+                    "transient"
+                };
+                lines.push(format!("{kind}  exit {}: {}", rule.codes, rule.means));
+            }
+            lines.push(if set.retry_on_exit.is_some() {
+                "any other failing code: permanent".to_string()
+            } else {
+                "any other failure: retry's defaults (transient)".to_string()
+            });
+        } else {
+            if let Some(codes) = &set.stop_on_exit {
+                lines.push(format!("permanent  --stop-on-exit {codes}"));
+            }
+            if let Some(codes) = &set.retry_on_exit {
+                lines.push(format!(
+                    "transient  --retry-on-exit {codes}; any other failing code: permanent"
+                ));
+            }
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        match set.source.preset_line() {
+            Some(line) => out.push_str(&format!("  {line}:\n")),
+            None => out.push_str("  from the command line:\n"),
+        }
+        for line in lines {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    if rules.retry_after {
+        out.push_str("  Retry-After: header lines in the scanned output set the next sleep\n");
+    }
+    if rules.stop_on_timeout {
+        out.push_str("  a timed-out attempt: permanent (--stop-on-timeout)\n");
+    }
+    out.push_str(
+        "  then: a command that cannot start is permanent; any other failure is transient\n",
+    );
+    out
+}
+
 pub(crate) fn render(config: &Config) -> String {
     let policy = &config.policy;
     let mut out = String::new();
@@ -286,5 +355,7 @@ pub(crate) fn render(config: &Config) -> String {
             );
         }
     }
+    let _ = writeln!(out);
+    out.push_str(&rules_text(&config.rules));
     out
 }

@@ -40,7 +40,7 @@ pub(crate) fn generate(
 const ALGORITHM: &[&str] = &[
     "The ceiling for the retry after the n-th failure (n counted from 0) is min(cap, delay * multiplier^n), computed without overflow for any n. The sleep is drawn under it by the jitter kind: none sleeps the ceiling; full draws uniformly from [0, ceiling] (the default: many clients failing together then come back spread out instead of all at once); equal sleeps ceiling/2 plus a uniform draw from [0, ceiling/2]; decorrelated draws min(cap, uniform in [delay, 3 * previous sleep]); a proportion P multiplies the ceiling by a uniform draw from [1-P, 1+P], clamped to the cap.",
     "Retry never sleeps after the last attempt, and with --max-time it never starts a sleep that would end past the budget: it gives up at once instead. An attempt still running when --timeout or --max-time expires gets SIGTERM (and SIGCONT), then SIGKILL after --kill-after.",
-    "An attempt succeeds when it exits 0 or with a code in --success-on-exit, in time; with --until-output a line of its output (stdout or stderr) must match as well, or the attempt is not ready yet: a transient failure, unless the hint file or an output rule says otherwise (the exit-code lists do not judge a success code). A run that gives up after an attempt that exited 0 exits 1. A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). The first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent; 5. the command could not be started: permanent; 6. the child died of SIGINT, SIGQUIT or SIGPIPE: the run ends; 7. anything else, including a timed-out attempt: transient. Rules given on the command line come before those of a --preset.",
+    "An attempt succeeds when it exits 0 or with a code in --success-on-exit, in time; with --until-output a line of its output (stdout or stderr) must match as well, or the attempt is not ready yet: a transient failure, unless the hint file or an output rule says otherwise (the exit-code lists do not judge a success code). A run that gives up after an attempt that exited 0 exits 1. A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). Decided first: an attempt ended by --timeout or --max-time is judged only as timed out, transient, or permanent under --stop-on-timeout (the exit-code lists never see it); a death by SIGINT, SIGQUIT or SIGPIPE ends the run (quietly for SIGPIPE: its reader went away, as in retry -- cmd | head -1). Then the first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent (for 3 and 4 a death by signal N counts as code 128+N); 5. the command could not be started: permanent; 7. anything else: transient. Rules given on the command line come before those of a preset (see PRESETS).",
     "With --reset-after, an attempt that ran at least that long before failing starts the backoff over: the next ceiling is --delay again. With --until-failure the run is inverted, to hunt a flaky failure: the command runs again (after the policy's sleep) while it succeeds, the first failure ends the run with its status (done outcome permanent), and when the limits end the run first retry exits 0 (outcome success); a run cut short by --max-time is not counted. Attempts are then unlimited unless --attempts is given.",
     "Hooks are shell commands (/bin/sh -c CMD) treated like attempts: each in its own process group outside a terminal's foreground, terminated (SIGTERM, then SIGKILL after --kill-after) at its limit with whatever it started, and a signal to retry while one runs is passed on and ends the run. Their stdin is /dev/null; their stdout and stderr go to retry's stderr (never to --log-file). --on-retry runs after each backoff sleep, right before the retry, with the RETRY_* variables of the attempt to come; it is bounded by --timeout and --max-time, and its failure is a warning. --on-give-up runs once when the run fails (attempts exhausted, --max-time, a permanent failure), never on success nor when retry is interrupted by a signal; it is bounded by --timeout, else 60 seconds. Each hook is reported as a JSON hook event.",
     "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to retry are passed on to the attempt; retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. If retry is killed outright, the attempt is killed with it.",
@@ -114,6 +114,14 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS) where circuits are kept, shared by a fleet; the same as --state-url.",
     ),
     (
+        "RETRY_PRESETS",
+        "A presets file read instead of $XDG_CONFIG_HOME/retry/presets.toml (see PRESETS); empty counts as unset.",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "Where the user's presets file is looked for: $XDG_CONFIG_HOME/retry/presets.toml, else ~/.config/retry/presets.toml.",
+    ),
+    (
         "NO_COLOR",
         "When set and not empty, retry's messages are never coloured (they are coloured only on a terminal anyway).",
     ),
@@ -125,8 +133,12 @@ const EXAMPLES: &[(&str, &str)] = &[
         "Wait for a service: up to two minutes, sleeps capped at 30 seconds.",
     ),
     (
-        "retry --preset curl -- curl -fS -o items.json https://api.example.com/items",
-        "Retry like curl's own --retry: connection errors, timeouts and HTTP 408, 429, 500, 502, 503, 504; honour Retry-After; stop at once on 404.",
+        "retry -- curl -fsS -D /dev/stderr -o items.json https://api.example.com/items",
+        "The curl preset applies by itself (chosen from the command name): connection errors, timeouts and HTTP 408, 429, 500, 502, 503, 504 are retried, a 404 stops at once. -D /dev/stderr shows retry the response headers, so a Retry-After is honoured; -S makes curl print the status that tells a 404 from a 503.",
+    ),
+    (
+        "retry --preset show git > ~/.config/retry/presets.toml",
+        "Start a presets file of your own from the git preset: edit it, and it replaces the built-in one.",
     ),
     (
         "retry -n 10 --timeout 30s --retry-on-exit 75 -- ./sync.sh",
@@ -157,6 +169,35 @@ const EXAMPLES: &[(&str, &str)] = &[
         "Show the schedule: worst case 15 s of sleep, mean 7.5 s.",
     ),
 ];
+
+const PRESETS: &[&str] = &[
+    "A preset is a set of rules for one command, kept as data: which exit codes and which lines of its output mean a failure worth another try, and which mean one that would only come back. With no --preset, the preset whose commands include the command's file name applies (retry -- git clone URL uses the git preset); -v says so at the start, and the first failure line names it. The preset's rules come after the ones given on the command line, so a flag always wins. --preset NAME picks one whatever the command; --preset none turns presets off; --preset list prints every preset, where it comes from and what it does; --preset show NAME prints one in the form of a presets file, ready to copy and edit. Neither of the last two runs anything.",
+    "Presets are read in layers, a later one winning: the built-in presets, /etc/retry/presets.toml, then the file $RETRY_PRESETS names (when set and not empty), else $XDG_CONFIG_HOME/retry/presets.toml (else ~/.config/retry/presets.toml). A preset with an earlier one's name replaces it whole; a command name claimed in two layers goes to the later one. A user file must be a regular file of at most 1 MiB; one that is malformed stops retry with exit status 125, naming the file, the line and the problem, before anything runs.",
+    "A presets file holds [preset.NAME] tables with description (one line), commands (file names that choose the preset), retry_after (read Retry-After header lines), other_exit (\"permanent\" or \"transient\": the verdict for a failure no rule decides; by default permanent when the preset has a transient exit rule), notes, and any number of [[preset.NAME.output]] rules (kind, pattern: a regular expression matched per line of the scanned output, means: how messages name it, {1} quoting the pattern's first group, source) and [[preset.NAME.exit]] rules (kind, codes such as \"1,7,28,52-56\", means, source). Within a preset, permanent output rules come first, then transient output rules, permanent exit codes, transient exit codes, then other_exit.",
+    "The built-in presets:",
+];
+
+/// PRESETS: how presets work, and every built-in one, from the same data
+/// the binary uses.
+fn presets_section(roff: &mut Roff) {
+    roff.control("SH", ["PRESETS"]);
+    for (index, paragraph) in PRESETS.iter().enumerate() {
+        if index > 0 {
+            roff.control("PP", []);
+        }
+        roff.text([roman(*paragraph)]);
+    }
+    for preset in crate::presets::builtins() {
+        let commands = if preset.commands.is_empty() {
+            "only by --preset".to_string()
+        } else {
+            format!("for {}", preset.commands.join(", "))
+        };
+        roff.control("TP", [])
+            .text([bold(preset.name.clone()), roman(format!(" ({commands})"))])
+            .text([roman(preset.description.clone())]);
+    }
+}
 
 fn man_page(command: &clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
     let man = clap_mangen::Man::new(command.clone());
@@ -190,6 +231,7 @@ fn man_page(command: &clap::Command, out: &mut dyn Write) -> std::io::Result<()>
             .text([bold(*name)])
             .text([roman(*meaning)]);
     }
+    presets_section(&mut roff);
     roff.control("SH", ["EXAMPLES"]);
     for (example, meaning) in EXAMPLES {
         roff.control("TP", [])

@@ -7,8 +7,8 @@
 //! `tests/integration/house.rs` checks it):
 //! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs`, `ci` - `backoff`,
 //! `hint`, `child` - `output`, `rules`, `classify`, `decision`, `stdin`,
-//! `deliver` - `attempt`, `hook`, `report`, `preset`, `circuit`, `generate` -
-//! `cli` - `config` - `explain`, `runner`, `metrics` - `app`.
+//! `deliver` - `presets`, `attempt`, `hook`, `report`, `circuit` - `generate`
+//! - `cli` - `config` - `explain`, `runner`, `metrics` - `app`.
 
 pub mod app;
 mod attempt;
@@ -29,7 +29,7 @@ mod hint;
 mod hook;
 mod metrics;
 mod output;
-mod preset;
+mod presets;
 mod report;
 mod rules;
 mod runner;

@@ -68,7 +68,13 @@ pub(crate) struct PatternSet {
     /// but one kind: the empty line between a `\r` and a `\n`, where its
     /// CRLF-mode `^` and `$` never match; such lines are checked apart.
     empty_line_matches: bool,
+    /// Per pattern: keep the first line it matched (a preset's message
+    /// quotes its capture groups). Empty: keep none.
+    keep_line: Vec<bool>,
 }
+
+/// How much of a matched line is kept for a message's capture groups.
+pub(crate) const KEPT_LINE: usize = 1024;
 
 /// `Retry-After: 5`, also as `curl -v` prints it (`< Retry-After: 5`).
 const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
@@ -125,7 +131,14 @@ impl PatternSet {
             retry_after,
             retry_after_value: Regex::new(RETRY_AFTER)?,
             empty_line_matches,
+            keep_line: Vec::new(),
         })
+    }
+
+    /// Keep the first matching line (at most [`KEPT_LINE`] bytes) of the
+    /// patterns flagged here, by their numbers.
+    pub(crate) fn keep_lines(&mut self, flags: Vec<bool>) {
+        self.keep_line = flags;
     }
 
     /// How many rules steps 1 and 2 know: the patterns, then Retry-After.
@@ -245,6 +258,9 @@ pub(crate) struct ScanResult {
     pub(crate) matched: Vec<bool>,
     /// The value of the last Retry-After header line.
     pub(crate) retry_after: Option<String>,
+    /// Per pattern flagged by [`PatternSet::keep_lines`]: the first line it
+    /// matched, cut at [`KEPT_LINE`] bytes. Empty when none is flagged.
+    pub(crate) lines: Vec<Option<Vec<u8>>>,
 }
 
 impl ScanResult {
@@ -257,6 +273,14 @@ impl ScanResult {
         }
         if other.retry_after.is_some() {
             self.retry_after.clone_from(&other.retry_after);
+        }
+        if self.lines.len() < other.lines.len() {
+            self.lines.resize(other.lines.len(), None);
+        }
+        for (mine, theirs) in self.lines.iter_mut().zip(&other.lines) {
+            if mine.is_none() {
+                mine.clone_from(theirs);
+            }
         }
     }
 }
@@ -304,6 +328,7 @@ impl<'a> Scanner<'a> {
             result: ScanResult {
                 matched: vec![false; set.patterns.len()],
                 retry_after: None,
+                lines: vec![None; set.keep_line.len()],
             },
             block_cache: set.per_block.as_ref().map(meta::Regex::create_cache),
             line_cache: set.per_line.as_ref().map(meta::Regex::create_cache),
@@ -441,6 +466,11 @@ impl<'a> Scanner<'a> {
         } else if !self.result.matched[rule] && self.set.patterns[rule].is_match(line) {
             self.result.matched[rule] = true;
             self.unmatched -= 1;
+            if self.set.keep_line.get(rule) == Some(&true)
+                && let Some(kept) = self.result.lines.get_mut(rule)
+            {
+                *kept = Some(line[..line.len().min(KEPT_LINE)].to_vec());
+            }
         }
     }
 }
@@ -735,6 +765,7 @@ mod tests {
         let mut result = ScanResult {
             matched: vec![false; regexes.len()],
             retry_after: None,
+            lines: Vec::new(),
         };
         for line in lines {
             let line = &line[..line.len().min(LINE_WINDOW)];
@@ -984,5 +1015,14 @@ mod tests {
         let input = b"HTTP/1.1 503\r\nRetry-After: 120\r\n\r\n< retry-after: 5\r\nbody\n";
         let result = scan_in_chunks(&set, input, 7);
         assert_eq!(result.retry_after.as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn the_first_matching_line_is_kept_for_flagged_patterns_only() {
+        let mut set = set(&["error: (\\d+)"], &["busy"], false);
+        set.keep_lines(vec![true, false]);
+        let result = scan_in_chunks(&set, b"error: 503\nbusy\nerror: 404\n", 5);
+        assert_eq!(result.matched, [true, true]);
+        assert_eq!(result.lines, [Some(b"error: 503".to_vec()), None]);
     }
 }

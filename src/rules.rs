@@ -13,7 +13,121 @@ use crate::values::CodeSet;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum RuleSource {
     CommandLine,
-    Preset(String),
+    Preset {
+        name: String,
+        /// Where it was defined: `built-in (presets/http.toml)` or a path.
+        origin: String,
+        /// Chosen from the command's file name, not by `--preset NAME`.
+        automatic: bool,
+    },
+}
+
+impl RuleSource {
+    /// A preset's source, named by `--preset NAME`.
+    #[cfg(test)]
+    pub(crate) fn preset(name: &str) -> RuleSource {
+        RuleSource::Preset {
+            name: name.to_string(),
+            origin: "built-in".to_string(),
+            automatic: false,
+        }
+    }
+
+    /// How a preset came to apply, for `-v` and `--explain`: `preset git
+    /// (built-in (presets/vcs.toml)), chosen from the command name; --preset
+    /// none turns it off`.
+    pub(crate) fn preset_line(&self) -> Option<String> {
+        let RuleSource::Preset {
+            name,
+            origin,
+            automatic,
+        } = self
+        else {
+            return None;
+        };
+        Some(if *automatic {
+            format!(
+                "preset {name} from {origin}, chosen from the command name (--preset none turns it off)"
+            )
+        } else {
+            format!("preset {name} from {origin}, named by --preset")
+        })
+    }
+}
+
+/// A piece of a preset's `means` template: `curl reported HTTP {1}`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Piece<'a> {
+    Text(&'a str),
+    /// `{{` or `}}`.
+    Brace(char),
+    /// `{N}`: capture group N of the matched line.
+    Group(usize),
+}
+
+/// Split `means` into text, escaped braces and `{N}` groups.
+pub(crate) fn template_pieces(means: &str) -> Result<Vec<Piece<'_>>, String> {
+    let mut pieces = Vec::new();
+    let mut rest = means;
+    while let Some(at) = rest.find(['{', '}']) {
+        if at > 0 {
+            pieces.push(Piece::Text(&rest[..at]));
+        }
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            pieces.push(Piece::Brace('{'));
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("}}") {
+            pieces.push(Piece::Brace('}'));
+            rest = after;
+        } else if let Some(close) = tail.strip_prefix('{').and_then(|t| t.find('}')) {
+            let number = &tail[1..=close];
+            match number.parse::<usize>() {
+                Ok(n) if number.bytes().all(|b| b.is_ascii_digit()) => {
+                    pieces.push(Piece::Group(n));
+                }
+                _ => {
+                    return Err(format!(
+                        "'{{{number}}}' is not a group number (write {{{{ and }}}} for braces)"
+                    ));
+                }
+            }
+            rest = &tail[close + 2..];
+        } else {
+            return Err("a lone brace (write {{ or }})".to_string());
+        }
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest));
+    }
+    Ok(pieces)
+}
+
+/// `means` with `{N}` replaced by group N of `regex` on `line` (empty when
+/// the group took no part; control characters escaped, at most 80
+/// characters each). Without a line, the template's groups read `?`.
+pub(crate) fn render_means(means: &str, regex: &Regex, line: Option<&[u8]>) -> String {
+    let Ok(pieces) = template_pieces(means) else {
+        return means.to_string();
+    };
+    let captures = line.and_then(|line| regex.captures(line));
+    let mut text = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(part) => text.push_str(part),
+            Piece::Brace(brace) => text.push(brace),
+            Piece::Group(n) => match &captures {
+                Some(captures) => {
+                    if let Some(group) = captures.get(n) {
+                        let group = String::from_utf8_lossy(group.as_bytes());
+                        text.push_str(&crate::text::sanitize_line(&group, 80));
+                    }
+                }
+                None => text.push('?'),
+            },
+        }
+    }
+    text
 }
 
 /// One output pattern and how messages name it.
@@ -24,6 +138,9 @@ pub(crate) struct OutputRule {
     pub(crate) shown: String,
     /// Its number in the compiled [`PatternSet`], given by [`Rules::new`].
     pub(crate) slot: usize,
+    /// `shown` quotes capture groups (`{1}`): the scanner keeps the first
+    /// matching line for it.
+    pub(crate) captures: bool,
 }
 
 impl OutputRule {
@@ -32,6 +149,26 @@ impl OutputRule {
             regex,
             shown: shown.into(),
             slot: 0,
+            captures: false,
+        }
+    }
+
+    /// A preset's rule, named by its `means` template.
+    pub(crate) fn with_means(regex: Regex, means: &str) -> OutputRule {
+        let captures = template_pieces(means)
+            .is_ok_and(|pieces| pieces.iter().any(|p| matches!(p, Piece::Group(_))));
+        OutputRule {
+            captures,
+            ..OutputRule::new(regex, means)
+        }
+    }
+
+    /// How messages name this rule for a matched `line`.
+    pub(crate) fn describe(&self, line: Option<&[u8]>) -> String {
+        if self.captures {
+            render_means(&self.shown, &self.regex, line)
+        } else {
+            self.shown.clone()
         }
     }
 
@@ -42,6 +179,15 @@ impl OutputRule {
     }
 }
 
+/// A preset's exit-code rule, kept to name the verdict in messages (the
+/// verdict itself comes from `stop_on_exit` and `retry_on_exit`).
+#[derive(Clone, Debug)]
+pub(crate) struct ExitRule {
+    pub(crate) permanent: bool,
+    pub(crate) codes: CodeSet,
+    pub(crate) means: String,
+}
+
 /// The rules of one source.
 #[derive(Clone, Debug)]
 pub(crate) struct RuleSet {
@@ -50,6 +196,10 @@ pub(crate) struct RuleSet {
     pub(crate) retry_on_exit: Option<CodeSet>,
     pub(crate) stop_on_output: Vec<OutputRule>,
     pub(crate) retry_on_output: Vec<OutputRule>,
+    /// A preset's exit rules in file order: what each code means. A code in
+    /// a transient rule of a preset without `retry_on_exit` (its other
+    /// failures are left to retry's defaults) is transient by its rule.
+    pub(crate) exit_rules: Vec<ExitRule>,
 }
 
 impl RuleSet {
@@ -61,7 +211,15 @@ impl RuleSet {
             retry_on_exit: None,
             stop_on_output: Vec::new(),
             retry_on_output: Vec::new(),
+            exit_rules: Vec::new(),
         }
+    }
+
+    /// The first exit rule naming `code`.
+    pub(crate) fn exit_rule(&self, code: i32) -> Option<&ExitRule> {
+        self.exit_rules
+            .iter()
+            .find(|rule| rule.codes.contains(code))
     }
 
     fn output_rules_mut(&mut self) -> impl Iterator<Item = &mut OutputRule> {
@@ -97,6 +255,7 @@ impl Rules {
         retry_after: bool,
     ) -> Result<Rules, String> {
         let mut regexes = Vec::new();
+        let mut keep_lines = Vec::new();
         let rules = sets
             .iter_mut()
             .flat_map(RuleSet::output_rules_mut)
@@ -104,14 +263,15 @@ impl Rules {
         for rule in rules {
             rule.slot = regexes.len();
             regexes.push(rule.regex.clone());
+            keep_lines.push(rule.captures);
         }
         let patterns = if regexes.is_empty() && !retry_after {
             None
         } else {
-            Some(
-                PatternSet::new(&regexes, retry_after)
-                    .map_err(|err| format!("compiling the output patterns: {err}"))?,
-            )
+            let mut patterns = PatternSet::new(&regexes, retry_after)
+                .map_err(|err| format!("compiling the output patterns: {err}"))?;
+            patterns.keep_lines(keep_lines);
+            Some(patterns)
         };
         Ok(Rules {
             sets,

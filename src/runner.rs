@@ -27,6 +27,7 @@ use crate::fd::own_fd;
 use crate::hint::{self, Hint, HintFile};
 use crate::hook::{self, Hook, HookRun};
 use crate::output::ScanResult;
+use crate::presets::advice::Advice;
 use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord};
 use crate::signals::{self, SignalEvents};
 use crate::stdin::StdinSource;
@@ -59,6 +60,10 @@ struct Run<'a> {
     warned_lost: Vec<Stream>,
     own_group: bool,
     command_text: String,
+    /// What to tell the user about the command line, once (curl's -S, ...).
+    advice: Advice,
+    /// A failure line said which preset the command's name chose.
+    choice_said: bool,
 }
 
 /// One attempt, judged.
@@ -82,6 +87,14 @@ pub(crate) fn run(
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id)?;
     reporter.policy(&crate::explain::policy_line(config));
+    for line in config
+        .rules
+        .sets
+        .iter()
+        .filter_map(|s| s.source.preset_line())
+    {
+        reporter.policy(&line);
+    }
     for warning in &config.warnings {
         reporter.warning("policy", warning);
     }
@@ -154,6 +167,8 @@ impl<'a> Run<'a> {
             warned_lost: Vec::new(),
             own_group: !(config.foreground || in_terminal_foreground()),
             command_text: display_command(&config.command),
+            advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
+            choice_said: false,
         })
     }
 
@@ -452,7 +467,14 @@ impl<'a> Run<'a> {
             reporter.warning("hint", &problem);
             None
         });
-        let verdict = judge(&outcome, hint, config);
+        let verdict = judge(&outcome, hint, config, !self.choice_said);
+        self.choice_said |= verdict.class != Class::Success;
+        for advice in self
+            .advice
+            .after_attempt(&outcome.ending, &outcome.scan, &config.rules)
+        {
+            reporter.warning("preset", &advice);
+        }
         Ok(Judged {
             outcome,
             hint,
@@ -604,11 +626,13 @@ fn retry_after_header(scan: &ScanResult) -> Option<Duration> {
     hint::parse_retry_after(value, SystemTime::now())
 }
 
-fn judge(outcome: &Outcome, hint: Option<Hint>, config: &Config) -> Verdict {
+fn judge(outcome: &Outcome, hint: Option<Hint>, config: &Config, first_failure: bool) -> Verdict {
     let observation = Observation {
         ending: &outcome.ending,
         hint,
         matched: &outcome.scan.matched,
+        lines: &outcome.scan.lines,
+        name_the_choice: first_failure,
     };
     let mut verdict = classify::classify(&observation, &config.rules);
     // The reader of our output is gone (`retry ... | head -1`): another

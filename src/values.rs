@@ -454,6 +454,8 @@ mod tests {
             assert!(!set.contains(code));
         }
         assert!(parse_codes("0-255").unwrap().contains(255));
+        assert_eq!(set.to_string(), "1,7,28,52-56");
+        assert_eq!(parse_codes("255,0").unwrap().to_string(), "0,255");
         for bad in ["", "1,,2", "256", "5-3", "a", "-1", "1-"] {
             assert!(parse_codes(bad).is_err(), "{bad}");
         }

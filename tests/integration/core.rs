@@ -108,7 +108,8 @@ fn every_usage_error_is_125_names_the_flag_and_runs_nothing() {
         (&["--stop-on-output", "[z-a]"], "--stop-on-output"),
         (&["--stdin", "sometimes"], "--stdin"),
         (&["--log-format", "xml"], "--log-format"),
-        (&["--preset", "wget"], "--preset"),
+        (&["--preset", "nosuch"], "--preset"),
+        (&["--preset", "Bad!"], "--preset"),
         (&["--splay", "10s", "--max-time", "5s"], "--splay"),
         (&["--log-file", "/nonexistent/dir/log"], "--log-file"),
     ];

@@ -16,6 +16,7 @@ mod house;
 mod io;
 mod messages;
 mod package;
+mod presets;
 mod process;
 mod shipping;
 mod simulation;

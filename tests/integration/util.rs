@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::fs;
+use std::io::{BufRead, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -46,6 +47,9 @@ fn scrub(command: &mut std::process::Command) {
             command.env_remove(&key);
         }
     }
+    // No presets file of the machine's user: only the built-ins (and what a
+    // test names in RETRY_PRESETS) apply.
+    command.env("XDG_CONFIG_HOME", "/nonexistent/retry-test-config");
 }
 
 pub(crate) fn scratch() -> tempfile::TempDir {
@@ -277,4 +281,47 @@ impl Drop for SmallDisk {
             .arg(&self.path)
             .status();
     }
+}
+
+/// A one-thread HTTP server on 127.0.0.1 that answers requests with the
+/// given responses in turn (the last one repeats). Returns its port and a
+/// handle to the count of requests served.
+pub(crate) fn http_server(
+    responses: Vec<&'static str>,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" {
+                    break;
+                }
+                line.clear();
+            }
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let response = responses[n.min(responses.len() - 1)];
+            let (status, extra) = response.split_once('|').unwrap_or((response, ""));
+            let body = format!("body of {status}\n");
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, served)
+}
+
+pub(crate) fn curl_available() -> bool {
+    std::process::Command::new("curl")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

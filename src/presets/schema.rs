@@ -1,0 +1,622 @@
+//! The presets file format (presets/README.md, "The schema"): the serde
+//! types of the TOML document, and their validation into [`Preset`]s. Every
+//! problem is named with its file and line, so that a malformed user file is
+//! a usage error the user can fix at once.
+//!
+//! Only syntax and consistency live here; what a preset does to a run is in
+//! the parent module.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use regex::bytes::Regex;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::rules::{Piece, template_pieces};
+use crate::values::CodeSet;
+
+/// Names a preset may not take: they are `--preset` modes.
+pub(crate) const RESERVED: [&str; 3] = ["list", "show", "none"];
+
+/// Largest compiled size of one preset pattern, as for `--stop-on-output`.
+const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+/// Where a preset was defined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A built-in file: `presets/http.toml` in the source tree.
+    Builtin(&'static str),
+    /// A user file (`/etc/retry/presets.toml`, `$RETRY_PRESETS`, ...).
+    File(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin(file) => write!(f, "built-in ({file})"),
+            Origin::File(path) => f.write_str(path),
+        }
+    }
+}
+
+/// Transient or permanent: a rule's kind, or a preset's `other_exit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Kind {
+    Transient,
+    Permanent,
+}
+
+impl Kind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Transient => "transient",
+            Kind::Permanent => "permanent",
+        }
+    }
+}
+
+// ---- The document, as serde reads it ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    #[serde(default)]
+    preset: BTreeMap<Spanned<String>, Spanned<PresetTable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetTable {
+    description: Spanned<String>,
+    commands: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    retry_after: bool,
+    other_exit: Option<Kind>,
+    notes: Option<String>,
+    #[serde(default)]
+    output: Vec<Spanned<OutputTable>>,
+    #[serde(default)]
+    exit: Vec<Spanned<ExitTable>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputTable {
+    kind: Kind,
+    pattern: Spanned<String>,
+    means: Spanned<String>,
+    source: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExitTable {
+    kind: Kind,
+    codes: Spanned<String>,
+    means: Spanned<String>,
+    source: Option<Spanned<String>>,
+}
+
+// ---- The validated form ----
+
+/// One preset, checked.
+#[derive(Clone, Debug)]
+pub(crate) struct Preset {
+    pub(crate) name: String,
+    pub(crate) origin: Origin,
+    pub(crate) description: String,
+    pub(crate) commands: Vec<String>,
+    pub(crate) retry_after: bool,
+    pub(crate) other_exit: Kind,
+    pub(crate) notes: Option<String>,
+    pub(crate) output: Vec<OutputRuleDef>,
+    pub(crate) exit: Vec<ExitRuleDef>,
+}
+
+/// An output rule as written.
+#[derive(Clone, Debug)]
+pub(crate) struct OutputRuleDef {
+    pub(crate) kind: Kind,
+    pub(crate) pattern: String,
+    pub(crate) means: String,
+    pub(crate) source: Option<String>,
+}
+
+/// An exit-code rule as written, its codes parsed.
+#[derive(Clone, Debug)]
+pub(crate) struct ExitRuleDef {
+    pub(crate) kind: Kind,
+    pub(crate) codes_text: String,
+    pub(crate) codes: CodeSet,
+    pub(crate) means: String,
+    pub(crate) source: Option<String>,
+}
+
+/// How strict the check is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Strictness {
+    /// Built-in files: every rule cites its source, `other_exit` is said
+    /// explicitly; patterns are compiled when a preset is used (a unit test
+    /// compiles them all).
+    Builtin,
+    /// A user's file: sources optional; every pattern is compiled now, so
+    /// that a bad one is reported whatever the command.
+    User,
+}
+
+/// Problems found in one file, each with its line.
+#[derive(Debug)]
+pub(crate) struct FileErrors {
+    pub(crate) file: String,
+    /// `(line, message)`, in the order found.
+    pub(crate) problems: Vec<(usize, String)>,
+}
+
+impl std::fmt::Display for FileErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: Vec<String> = self
+            .problems
+            .iter()
+            .take(5)
+            .map(|(line, message)| format!("{}:{line}: {message}", self.file))
+            .collect();
+        f.write_str(&shown.join("; "))?;
+        if self.problems.len() > 5 {
+            write!(f, "; and {} more", self.problems.len() - 5)?;
+        }
+        Ok(())
+    }
+}
+
+struct Checker<'a> {
+    text: &'a str,
+    problems: Vec<(usize, String)>,
+}
+
+impl Checker<'_> {
+    fn line_of(&self, span: &Range<usize>) -> usize {
+        let end = span.start.min(self.text.len());
+        memchr::memchr_iter(b'\n', &self.text.as_bytes()[..end]).count() + 1
+    }
+
+    fn add(&mut self, span: &Range<usize>, message: impl Into<String>) {
+        let line = self.line_of(span);
+        self.problems.push((line, message.into()));
+    }
+}
+
+/// Parse and check one presets document. `file` names it in messages.
+pub(crate) fn parse(
+    text: &str,
+    file: &str,
+    origin: &Origin,
+    strictness: Strictness,
+) -> Result<Vec<Preset>, FileErrors> {
+    let mut checker = Checker {
+        text,
+        problems: Vec::new(),
+    };
+    let document: Document = match toml::from_str(text) {
+        Ok(document) => document,
+        Err(err) => {
+            let span = err.span().unwrap_or(0..0);
+            checker.add(&span, err.message().trim().replace('\n', " "));
+            return Err(FileErrors {
+                file: file.to_string(),
+                problems: checker.problems,
+            });
+        }
+    };
+    let mut presets = Vec::new();
+    let mut claimed: BTreeMap<String, String> = BTreeMap::new();
+    for (name, table) in document.preset {
+        let span = name.span();
+        let name = name.into_inner();
+        let table_span = table.span();
+        if let Some(preset) =
+            check_preset(&mut checker, &name, &span, table.into_inner(), strictness)
+        {
+            for command in &preset.commands {
+                if let Some(other) = claimed.insert(command.clone(), name.clone()) {
+                    checker.add(
+                        &table_span,
+                        format!("preset {name}: command '{command}' is also claimed by preset {other} of this file"),
+                    );
+                }
+            }
+            presets.push((
+                span.start,
+                Preset {
+                    origin: origin.clone(),
+                    ..preset
+                },
+            ));
+        }
+    }
+    if checker.problems.is_empty() {
+        // In the order of the file, not of the names.
+        presets.sort_by_key(|(start, _)| *start);
+        Ok(presets.into_iter().map(|(_, preset)| preset).collect())
+    } else {
+        checker.problems.sort_by_key(|(line, _)| *line);
+        Err(FileErrors {
+            file: file.to_string(),
+            problems: checker.problems,
+        })
+    }
+}
+
+/// A preset name: lower-case letters, digits, `.`, `_` and `-`, not reserved.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+    if !first_ok || !rest_ok || name.len() > 64 {
+        return Err(format!(
+            "'{}' is not a preset name (lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)",
+            crate::text::sanitize_line(name, 64)
+        ));
+    }
+    if RESERVED.contains(&name) {
+        return Err(format!("'{name}' is reserved (list, show, none)"));
+    }
+    Ok(())
+}
+
+fn one_line(checker: &mut Checker<'_>, what: &str, value: &Spanned<String>) -> Option<String> {
+    let text = value.get_ref();
+    if text.trim().is_empty() || text.contains('\n') || text.contains('\r') {
+        checker.add(&value.span(), format!("{what} must be one non-empty line"));
+        return None;
+    }
+    Some(text.clone())
+}
+
+fn check_preset(
+    checker: &mut Checker<'_>,
+    name: &str,
+    span: &Range<usize>,
+    table: PresetTable,
+    strictness: Strictness,
+) -> Option<Preset> {
+    let before = checker.problems.len();
+    if let Err(problem) = check_name(name) {
+        checker.add(span, problem);
+    }
+    let description = one_line(
+        checker,
+        &format!("preset {name}: description"),
+        &table.description,
+    );
+    let commands_span = table.commands.span();
+    let mut commands = Vec::new();
+    for command in table.commands.into_inner() {
+        let text = command.get_ref();
+        if text.is_empty() || text.contains('/') || text.chars().any(char::is_whitespace) {
+            checker.add(
+                &command.span(),
+                format!(
+                    "preset {name}: command '{}' must be a file name (no '/', no spaces)",
+                    crate::text::sanitize_line(text, 64)
+                ),
+            );
+        } else if commands.contains(text) {
+            checker.add(
+                &command.span(),
+                format!("preset {name}: command '{text}' is listed twice"),
+            );
+        } else {
+            commands.push(text.clone());
+        }
+    }
+    let _ = commands_span;
+
+    let mut exit = Vec::new();
+    let mut seen = [None::<usize>; 256];
+    for (index, rule) in table.exit.into_iter().enumerate() {
+        let rule_span = rule.span();
+        let rule = rule.into_inner();
+        let at = format!("preset {name}: exit rule {}", index + 1);
+        let means = one_line(checker, &format!("{at}: means"), &rule.means);
+        if let Some(means) = &means
+            && has_placeholder(means)
+        {
+            checker.add(&rule.means.span(), format!("{at}: means of an exit rule has no capture groups to quote (write {{{{ and }}}} for braces)"));
+        }
+        let source = check_source(checker, &at, rule.source, strictness, &rule_span);
+        let codes = match crate::values::parse_codes(rule.codes.get_ref()) {
+            Ok(codes) => codes,
+            Err(problem) => {
+                checker.add(
+                    &rule.codes.span(),
+                    format!("{at}: codes '{}': {problem}", rule.codes.get_ref()),
+                );
+                continue;
+            }
+        };
+        if codes.contains(0) {
+            checker.add(
+                &rule.codes.span(),
+                format!("{at}: 0 is success, not a failure"),
+            );
+        }
+        for code in 1..=255u8 {
+            if codes.contains(i32::from(code)) {
+                if let Some(other) = seen[usize::from(code)] {
+                    checker.add(
+                        &rule.codes.span(),
+                        format!("{at}: code {code} is already in exit rule {}", other + 1),
+                    );
+                }
+                seen[usize::from(code)] = Some(index);
+            }
+        }
+        if let Some(means) = means {
+            exit.push(ExitRuleDef {
+                kind: rule.kind,
+                codes_text: rule.codes.get_ref().clone(),
+                codes,
+                means,
+                source,
+            });
+        }
+    }
+
+    let mut output = Vec::new();
+    for (index, rule) in table.output.into_iter().enumerate() {
+        let rule_span = rule.span();
+        let rule = rule.into_inner();
+        let at = format!("preset {name}: output rule {}", index + 1);
+        let means = one_line(checker, &format!("{at}: means"), &rule.means);
+        let source = check_source(checker, &at, rule.source, strictness, &rule_span);
+        let pattern = rule.pattern.get_ref().clone();
+        let groups = if strictness == Strictness::User {
+            match compile(&pattern) {
+                Ok(regex) => {
+                    if regex.is_match(b"") {
+                        checker.add(
+                            &rule.pattern.span(),
+                            format!("{at}: pattern '{pattern}' matches an empty line"),
+                        );
+                    }
+                    Some(regex.captures_len() - 1)
+                }
+                Err(problem) => {
+                    checker.add(
+                        &rule.pattern.span(),
+                        format!(
+                            "{at}: pattern does not compile: {}",
+                            problem.replace('\n', " ")
+                        ),
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(means) = &means
+            && let Err(problem) = check_template(means, groups)
+        {
+            checker.add(&rule.means.span(), format!("{at}: means: {problem}"));
+        }
+        if pattern.is_empty() {
+            checker.add(&rule.pattern.span(), format!("{at}: pattern is empty"));
+        }
+        if let Some(means) = means {
+            output.push(OutputRuleDef {
+                kind: rule.kind,
+                pattern,
+                means,
+                source,
+            });
+        }
+    }
+
+    let has_transient_exit = exit.iter().any(|rule| rule.kind == Kind::Transient);
+    if strictness == Strictness::Builtin && table.other_exit.is_none() {
+        checker.add(
+            span,
+            format!("preset {name}: built-in presets say other_exit explicitly"),
+        );
+    }
+    let other_exit = table.other_exit.unwrap_or(if has_transient_exit {
+        Kind::Permanent
+    } else {
+        Kind::Transient
+    });
+    if checker.problems.len() > before {
+        return None;
+    }
+    Some(Preset {
+        name: name.to_string(),
+        origin: Origin::Builtin(""),
+        description: description?,
+        commands,
+        retry_after: table.retry_after,
+        other_exit,
+        notes: table.notes,
+        output,
+        exit,
+    })
+}
+
+fn check_source(
+    checker: &mut Checker<'_>,
+    at: &str,
+    source: Option<Spanned<String>>,
+    strictness: Strictness,
+    rule_span: &Range<usize>,
+) -> Option<String> {
+    match source {
+        Some(source) if source.get_ref().trim().is_empty() => {
+            checker.add(&source.span(), format!("{at}: source is empty"));
+            None
+        }
+        Some(source) => Some(source.into_inner()),
+        None => {
+            if strictness == Strictness::Builtin {
+                checker.add(
+                    rule_span,
+                    format!("{at}: every built-in rule cites its source"),
+                );
+            }
+            None
+        }
+    }
+}
+
+/// Compile a preset pattern as the scanner will.
+pub(crate) fn compile(pattern: &str) -> Result<Regex, String> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|err| err.to_string())
+}
+
+fn has_placeholder(means: &str) -> bool {
+    template_pieces(means).is_ok_and(|pieces| pieces.iter().any(|p| matches!(p, Piece::Group(_))))
+        || template_pieces(means).is_err()
+}
+
+/// Check `{N}` against the pattern's `groups` (when known).
+fn check_template(means: &str, groups: Option<usize>) -> Result<(), String> {
+    for piece in template_pieces(means)? {
+        if let Piece::Group(n) = piece {
+            if n == 0 {
+                return Err("{0} is the whole match; name a group from {1} on".to_string());
+            }
+            if let Some(groups) = groups
+                && n > groups
+            {
+                return Err(format!("{{{n}}} but the pattern has {groups} group(s)"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Result<Vec<Preset>, FileErrors> {
+        parse(
+            text,
+            "my.toml",
+            &Origin::File("my.toml".into()),
+            Strictness::User,
+        )
+    }
+
+    const GOOD: &str = r#"
+[preset.rclone]
+description = "rclone: retry temporary errors"
+commands = ["rclone"]
+
+[[preset.rclone.exit]]
+kind = "transient"
+codes = "5"
+means = "rclone reported a temporary error"
+
+[[preset.rclone.output]]
+kind = "permanent"
+pattern = 'directory not found: (\S+)'
+means = "no directory {1}"
+"#;
+
+    #[test]
+    fn a_good_user_file_parses_with_defaults() {
+        let presets = user(GOOD).unwrap();
+        assert_eq!(presets.len(), 1);
+        let preset = &presets[0];
+        assert_eq!(preset.name, "rclone");
+        assert_eq!(preset.commands, ["rclone"]);
+        // A transient exit rule and no other_exit: the rest is permanent.
+        assert_eq!(preset.other_exit, Kind::Permanent);
+        assert!(preset.exit[0].codes.contains(5));
+        assert_eq!(preset.output[0].means, "no directory {1}");
+    }
+
+    fn problems(text: &str) -> Vec<(usize, String)> {
+        user(text).unwrap_err().problems
+    }
+
+    #[test]
+    fn every_problem_is_named_with_its_line() {
+        let bad = GOOD.replace("codes = \"5\"", "codes = \"5,300\"");
+        let found = problems(&bad);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 8);
+        assert!(
+            found[0].1.contains("exit rule 1: codes '5,300'"),
+            "{found:?}"
+        );
+
+        let bad = GOOD.replace(
+            "means = \"no directory {1}\"",
+            "means = \"no directory {2}\"",
+        );
+        let found = problems(&bad);
+        assert_eq!(found[0].0, 14, "{found:?}");
+        assert!(
+            found[0].1.contains("{2} but the pattern has 1 group(s)"),
+            "{found:?}"
+        );
+
+        let bad = GOOD.replace("kind = \"permanent\"", "kind = \"fatal\"");
+        let found = problems(&bad);
+        assert_eq!(found[0].0, 12, "{found:?}");
+        assert!(found[0].1.contains("fatal"), "{found:?}");
+
+        let bad = GOOD.replace("commands =", "command =");
+        let found = problems(&bad);
+        assert!(found[0].1.contains("command"), "{found:?}");
+
+        let bad = GOOD.replace(r"(\S+)'", r"(\S+'");
+        let found = problems(&bad);
+        assert_eq!(found[0].0, 13, "{found:?}");
+        assert!(found[0].1.contains("does not compile"), "{found:?}");
+
+        let found = problems("[preset.x\ndescription = 1\n");
+        assert_eq!(found[0].0, 1, "{found:?}");
+    }
+
+    #[test]
+    fn names_commands_and_codes_are_checked() {
+        let bad = GOOD.replace("preset.rclone", "preset.list");
+        assert!(problems(&bad).iter().any(|(_, m)| m.contains("reserved")));
+        let bad = GOOD.replace("preset.rclone", "preset.RClone");
+        assert!(
+            problems(&bad)
+                .iter()
+                .any(|(_, m)| m.contains("not a preset name"))
+        );
+        let bad = GOOD.replace("[\"rclone\"]", "[\"/usr/bin/rclone\"]");
+        assert!(problems(&bad).iter().any(|(_, m)| m.contains("file name")));
+        let bad = GOOD.replace("codes = \"5\"", "codes = \"0-5\"");
+        assert!(
+            problems(&bad)
+                .iter()
+                .any(|(_, m)| m.contains("0 is success"))
+        );
+        let twice = format!(
+            "{GOOD}\n[[preset.rclone.exit]]\nkind = \"permanent\"\ncodes = \"4-6\"\nmeans = \"x\"\n"
+        );
+        assert!(
+            problems(&twice)
+                .iter()
+                .any(|(_, m)| m.contains("code 5 is already in exit rule 1"))
+        );
+        let unknown = GOOD.replace("commands =", "retries = 3\ncommands =");
+        assert!(
+            problems(&unknown)
+                .iter()
+                .any(|(_, m)| m.contains("retries"))
+        );
+    }
+}

@@ -1,0 +1,801 @@
+//! Presets end to end: the real tools (curl, wget, git, rsync, ssh) against
+//! a local HTTP server or a closed port on 127.0.0.1, the preset chosen from
+//! the command name or by --preset; user presets files that add and replace
+//! presets; malformed files; --preset list, show and none.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use predicates::prelude::*;
+
+use crate::util::*;
+
+/// Is `tool` installed? (scripts/test installs curl, wget, git, rsync and
+/// ssh; a machine without one says so and skips its test.)
+fn have(tool: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("{tool} is not installed: skipping its preset test");
+    }
+    found
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Run retry with JSON events and `env`: the output, the events, and how
+/// many attempts ran.
+fn json(env: &[(&str, &Path)], args: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
+    let mut command = retry_std();
+    command
+        .args(["--log-format", "json"])
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    let events = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .collect();
+    (out, events)
+}
+
+fn attempts(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    events.iter().filter(|e| e["event"] == "attempt").collect()
+}
+
+fn warnings(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["event"] == "warning")
+        .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+// ---- curl (issue 12, items 1, 2 and 8) ----
+
+#[test]
+fn silent_curl_retries_a_503_and_says_once_that_s_would_stop_a_4xx() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = http_server(vec![
+        "503 Service Unavailable",
+        "503 Service Unavailable",
+        "200 OK",
+    ]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(&[], &["-d", "1ms", "--", "curl", "-fs", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"body of 200 OK\n");
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+    let said: Vec<String> = warnings(&events)
+        .into_iter()
+        .filter(|w| w.contains("add -S"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {events:?}");
+    assert!(said[0].contains("curl printed no HTTP status"), "{said:?}");
+    // The same with --preset curl named.
+    let (port, served) = http_server(vec!["503 Service Unavailable", "200 OK"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    retry()
+        .args(["-d", "1ms", "--preset", "curl", "--", "curl", "-fs", &url])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("add -S (as in curl -fsS)"));
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn curl_with_s_stops_at_once_on_a_404_and_says_which_status() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = http_server(vec!["404 Not Found"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    retry()
+        .args(["-d", "1ms", "--", "curl", "-fsS", &url])
+        .assert()
+        .code(22)
+        .stderr(predicate::str::contains(
+            "attempt 1/5 failed: exit 22; curl reported HTTP 404, which a second try would get again (preset curl, chosen from the command name) (permanent)",
+        ))
+        .stderr(predicate::str::contains("add -S").not());
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn curl_names_the_transient_status_it_got() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = http_server(vec!["502 Bad Gateway", "429 Too Many Requests", "200 OK"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    retry()
+        .args(["-d", "1ms", "-c", "1ms", "--", "curl", "-fsS", "-D", "/dev/stderr", &url])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "exit 22; curl reported HTTP 502 (preset curl, chosen from the command name) (transient)",
+        ))
+        .stderr(predicate::str::contains("exit 22; curl reported HTTP 429 (preset curl) (transient)"));
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn without_response_headers_retry_says_once_what_to_add_for_retry_after() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = http_server(vec!["503 Service Unavailable|Retry-After: 1\r\n"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(&[], &["-n", "3", "-d", "1ms", "--", "curl", "-fsS", &url]);
+    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+    let said: Vec<String> = warnings(&events)
+        .into_iter()
+        .filter(|w| w.contains("Retry-After"))
+        .collect();
+    assert_eq!(said.len(), 1, "{events:?}");
+    assert!(
+        said[0].contains("add -D /dev/stderr to the curl command"),
+        "{said:?}"
+    );
+    // The backoff, not the server's second, set the sleeps.
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "sleep")
+            .all(|e| e["source"] == "backoff")
+    );
+}
+
+/// The man page's example (src/generate.rs, EXAMPLES), as written but for
+/// the URL: the Retry-After of a 503 is honoured.
+#[test]
+fn the_man_page_example_honours_retry_after_as_written() {
+    assert!(curl_available(), "curl is needed for this test");
+    let dir = scratch();
+    let (port, served) = http_server(vec!["503 Service Unavailable|Retry-After: 1\r\n", "200 OK"]);
+    let url = format!("http://127.0.0.1:{port}/items");
+    let started = Instant::now();
+    let mut command = retry_std();
+    command
+        .current_dir(dir.path())
+        .args(["--log-format", "json"])
+        .args([
+            "--",
+            "curl",
+            "-fsS",
+            "-D",
+            "/dev/stderr",
+            "-o",
+            "items.json",
+            &url,
+        ]);
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed() >= Duration::from_millis(950));
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("items.json")).unwrap(),
+        "body of 200 OK\n"
+    );
+    let events = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .collect::<Vec<_>>();
+    let sleep = events.iter().find(|e| e["event"] == "sleep").unwrap();
+    assert_eq!(sleep["source"], "retry-after");
+    assert_eq!(sleep["delay_ms"], 1000);
+    assert!(warnings(&events).is_empty(), "{events:?}");
+}
+
+#[test]
+fn the_automatic_choice_shows_in_verbose_and_in_the_first_failure_line_only() {
+    assert!(curl_available(), "curl is needed for this test");
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let out = retry()
+        .args(["-v", "-n", "2", "-d", "1ms", "--", "curl", "-sS", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "retry: preset curl from built-in (presets/http.toml), chosen from the command name (--preset none turns it off)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("attempt 1/2 failed: exit 7; curl could not connect to the host (preset curl, chosen from the command name) (transient)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "attempt 2/2 failed: exit 7; curl could not connect to the host (preset curl) (transient)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn preset_none_turns_the_automatic_choice_off() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = http_server(vec!["404 Not Found"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = retry()
+        .args([
+            "-v", "-n", "3", "-d", "1ms", "--preset", "none", "--", "curl", "-fsS", &url,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(22));
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("preset"), "{stderr}");
+}
+
+// ---- wget ----
+
+#[test]
+fn wget_retries_a_503_and_a_closed_port_and_stops_on_a_404() {
+    if !have("wget") {
+        return;
+    }
+    let (port, served) = http_server(vec!["503 Service Unavailable", "200 OK"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(
+        &[],
+        &["-d", "1ms", "--", "wget", "--tries=1", "-O", "-", &url],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        attempts(&events)[0]["reason"],
+        "exit 8; wget reported HTTP 503 (preset wget, chosen from the command name)"
+    );
+
+    let (port, served) = http_server(vec!["404 Not Found"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(
+        &[],
+        &["-d", "1ms", "--", "wget", "--tries=1", "-O", "-", &url],
+    );
+    assert_eq!(out.status.code(), Some(8));
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+    assert_eq!(attempts(&events).len(), 1);
+    assert_eq!(attempts(&events)[0]["outcome"], "permanent");
+
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, events) = json(
+        &[],
+        &[
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "wget",
+            "--tries=1",
+            "-O",
+            "-",
+            &url,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(attempts(&events).len(), 2, "{events:?}");
+}
+
+// ---- git over HTTP ----
+
+#[test]
+fn git_clone_retries_a_503_and_stops_on_a_missing_repository() {
+    if !have("git") {
+        return;
+    }
+    let dir = scratch();
+    let (port, served) = http_server(vec!["503 Service Unavailable"]);
+    let url = format!("http://127.0.0.1:{port}/repo.git");
+    let target = dir.path().join("a");
+    let (out, events) = json(
+        &[],
+        &[
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--",
+            "git",
+            "clone",
+            "-q",
+            &url,
+            target.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(128));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 3, "{events:?}");
+    assert_eq!(tried[0]["outcome"], "transient");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 128; the git server answered HTTP 503 (preset git, chosen from the command name)"
+    );
+    assert!(served.load(Ordering::SeqCst) >= 3);
+
+    let (port, served) = http_server(vec!["404 Not Found"]);
+    let url = format!("http://127.0.0.1:{port}/missing.git");
+    let target = dir.path().join("b");
+    let (out, events) = json(
+        &[],
+        &[
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--",
+            "git",
+            "clone",
+            "-q",
+            &url,
+            target.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(128));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 1, "{events:?}");
+    assert_eq!(tried[0]["outcome"], "permanent");
+    assert!(
+        tried[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the repository does not exist"),
+        "{tried:?}"
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+}
+
+// ---- rsync and ssh ----
+
+#[test]
+fn rsync_retries_a_closed_port_and_stops_on_a_missing_file() {
+    if !have("rsync") {
+        return;
+    }
+    let dir = scratch();
+    let source = format!("rsync://127.0.0.1:{}/module/", closed_port());
+    let target = dir.path().join("dst");
+    let (out, events) = json(
+        &[],
+        &[
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "rsync",
+            &source,
+            target.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(10));
+    assert_eq!(attempts(&events).len(), 2, "{events:?}");
+    assert_eq!(attempts(&events)[0]["outcome"], "transient");
+
+    let missing = dir.path().join("no-such-file");
+    let (out, events) = json(
+        &[],
+        &[
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--",
+            "rsync",
+            missing.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(23));
+    assert_eq!(attempts(&events).len(), 1, "{events:?}");
+    assert_eq!(attempts(&events)[0]["outcome"], "permanent");
+}
+
+#[test]
+fn ssh_retries_a_closed_port_and_stops_on_a_bad_option() {
+    if !have("ssh") {
+        return;
+    }
+    let port = closed_port().to_string();
+    let (out, events) = json(
+        &[],
+        &[
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "ssh",
+            "-p",
+            &port,
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "127.0.0.1",
+            "true",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(255));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 2, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 255; ssh could not connect (Connection refused) (preset ssh, chosen from the command name)"
+    );
+
+    let (out, events) = json(&[], &["-n", "3", "-d", "1ms", "--", "ssh", "-Z", "x"]);
+    assert_eq!(out.status.code(), Some(255));
+    assert_eq!(attempts(&events).len(), 1, "{events:?}");
+    assert_eq!(attempts(&events)[0]["outcome"], "permanent");
+}
+
+// ---- user presets files ----
+
+const MYJOB: &str = r#"
+[preset.myjob]
+description = "myjob: 75 is worth another try, 3 is not"
+commands = ["myjob"]
+
+[[preset.myjob.exit]]
+kind = "permanent"
+codes = "3"
+means = "myjob found no input"
+
+[[preset.myjob.output]]
+kind = "transient"
+pattern = 'busy until (\d+)'
+means = "myjob's server is busy (until {1})"
+"#;
+
+#[test]
+fn a_user_presets_file_adds_a_preset_chosen_by_the_command_name() {
+    let dir = scratch();
+    let presets = dir.path().join("presets.toml");
+    std::fs::write(&presets, MYJOB).unwrap();
+    let myjob = script(
+        dir.path(),
+        "myjob",
+        &format!(
+            "#!/bin/sh\n{}\necho 'busy until 12:00' >&2\nexit \"$1\"\n",
+            tally(dir.path(), "runs")
+        ),
+    );
+    let myjob = myjob.to_str().unwrap();
+    // Exit 3: permanent by the user's preset, after one attempt.
+    let (out, events) = json(
+        &[("RETRY_PRESETS", &presets)],
+        &["-n", "3", "-d", "1ms", "--", myjob, "3"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    // The transient pattern comes before the permanent exit code.
+    assert_eq!(attempts(&events).len(), 3, "{events:?}");
+    assert_eq!(
+        attempts(&events)[0]["reason"],
+        "exit 3; myjob's server is busy (until 12) (preset myjob, chosen from the command name)"
+    );
+    std::fs::write(&presets, MYJOB.replace("busy until", "busy till")).unwrap();
+    let (out, events) = json(
+        &[("RETRY_PRESETS", &presets)],
+        &["-n", "3", "-d", "1ms", "--", myjob, "3"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(attempts(&events).len(), 1, "{events:?}");
+    assert_eq!(
+        attempts(&events)[0]["reason"],
+        "exit 3; myjob found no input (preset myjob, chosen from the command name)"
+    );
+    // Found through XDG_CONFIG_HOME as well, when RETRY_PRESETS is empty.
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("retry")).unwrap();
+    std::fs::copy(&presets, config.join("retry/presets.toml")).unwrap();
+    let (out, events) = json(
+        &[
+            ("RETRY_PRESETS", Path::new("")),
+            ("XDG_CONFIG_HOME", &config),
+        ],
+        &["-n", "3", "-d", "1ms", "--", myjob, "3"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(attempts(&events).len(), 1, "{events:?}");
+}
+
+#[test]
+fn a_user_preset_replaces_the_built_in_of_its_name() {
+    assert!(curl_available(), "curl is needed for this test");
+    let dir = scratch();
+    let presets = dir.path().join("presets.toml");
+    std::fs::write(
+        &presets,
+        r#"
+[preset.curl]
+description = "curl, but a refused connection is final"
+commands = ["curl"]
+other_exit = "transient"
+
+[[preset.curl.exit]]
+kind = "permanent"
+codes = "7"
+means = "nobody listens there"
+"#,
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, events) = json(
+        &[("RETRY_PRESETS", &presets)],
+        &["-n", "3", "-d", "1ms", "--", "curl", "-sS", &url],
+    );
+    assert_eq!(out.status.code(), Some(7));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 1, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 7; nobody listens there (preset curl, chosen from the command name)"
+    );
+    // --preset list says where it comes from.
+    let mut list = retry();
+    list.env("RETRY_PRESETS", &presets)
+        .args(["--preset", "list"]);
+    list.assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "curl: chosen for curl; from {}, replaces the built-in",
+            presets.display()
+        )));
+}
+
+#[test]
+fn a_malformed_presets_file_is_a_usage_error_naming_file_and_line() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch '{}'", marker.display());
+    let presets = dir.path().join("presets.toml");
+    let cases = [
+        (
+            MYJOB.replace("codes = \"3\"", "codes = \"3-\""),
+            8,
+            "exit rule 1: codes '3-'",
+        ),
+        (
+            MYJOB.replace("kind = \"transient\"", "kind = \"maybe\""),
+            12,
+            "maybe",
+        ),
+        (MYJOB.replace(r"(\d+)'", r"(\d+'"), 13, "does not compile"),
+        (MYJOB.replace("commands =", "comands ="), 4, "comands"),
+        (MYJOB.replace("[preset.myjob]", "[preset.myjob"), 2, ""),
+    ];
+    for (text, line, what) in cases {
+        std::fs::write(&presets, &text).unwrap();
+        let out = retry()
+            .env("RETRY_PRESETS", &presets)
+            .args(["--", "sh", "-c", &touch])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("retry: error: presets file ")
+                && stderr.contains(&format!("{}:{line}: ", presets.display()))
+                && stderr.contains(what),
+            "{stderr}"
+        );
+        assert!(!marker.exists(), "the command ran despite {stderr}");
+    }
+    // RETRY_PRESETS naming nothing, or a directory.
+    retry()
+        .env("RETRY_PRESETS", dir.path().join("missing.toml"))
+        .args(["--", "sh", "-c", &touch])
+        .assert()
+        .code(125)
+        .stderr(
+            predicate::str::contains("RETRY_PRESETS names")
+                .and(predicate::str::contains("missing.toml")),
+        );
+    retry()
+        .env("RETRY_PRESETS", dir.path())
+        .args(["--", "sh", "-c", &touch])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("not a regular file"));
+    assert!(!marker.exists());
+    // --preset none reads no file at all.
+    retry()
+        .env("RETRY_PRESETS", dir.path().join("missing.toml"))
+        .args(["--preset", "none", "--", "sh", "-c", &touch])
+        .assert()
+        .success();
+    assert!(marker.exists());
+}
+
+// ---- list, show, explain ----
+
+#[test]
+fn preset_list_and_show_run_nothing_and_show_prints_a_file_that_works() {
+    retry()
+        .args(["--preset", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "git: chosen for git; from built-in (presets/vcs.toml)",
+        ))
+        .stdout(predicate::str::contains("apt: chosen for apt-get, apt;"));
+    let shown = retry()
+        .args(["--preset", "show", "rsync"])
+        .output()
+        .unwrap();
+    assert!(shown.status.success());
+    let text = String::from_utf8(shown.stdout).unwrap();
+    assert!(
+        text.contains("[preset.rsync]\n") && text.contains("[[preset.rsync.exit]]"),
+        "{text}"
+    );
+    // Copied into a user file, renamed, it is a preset of its own.
+    let dir = scratch();
+    let presets = dir.path().join("presets.toml");
+    std::fs::write(
+        &presets,
+        text.replace("preset.rsync", "preset.myrsync")
+            .replace("commands = [\"rsync\"]", "commands = []"),
+    )
+    .unwrap();
+    retry()
+        .env("RETRY_PRESETS", &presets)
+        .args(["--explain", "--preset", "myrsync", "--", "rsync", "a", "b"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "preset myrsync from {}, named by --preset",
+            presets.display()
+        )));
+    retry()
+        .args(["--preset", "show", "nosuch"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("no preset named 'nosuch'"));
+    retry().args(["--preset", "show"]).assert().code(125);
+    retry()
+        .args(["--preset", "list", "--", "true"])
+        .assert()
+        .code(125);
+    retry().args(["--preset", "curl"]).assert().code(125);
+}
+
+#[test]
+fn explain_shows_the_rules_in_force_and_where_they_come_from() {
+    retry()
+        .args(["--explain", "--stop-on-exit", "2", "--", "git", "fetch"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("  from the command line:\n    permanent  --stop-on-exit 2\n"))
+        .stdout(predicate::str::contains(
+            "  preset git from built-in (presets/vcs.toml), chosen from the command name (--preset none turns it off):",
+        ))
+        .stdout(predicate::str::contains("    permanent  exit 128: git stopped with a fatal error"));
+    retry()
+        .args(["--explain", "--", "./build.sh"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("preset").not());
+}
+
+/// A server on 127.0.0.1 that reads each request and then, per connection
+/// in turn, closes without a reply (`"close"`), resets the connection
+/// (`"reset"`), or answers 200 (`"ok"`; the last entry repeats). Returns the
+/// port and the count of connections.
+fn faulty_server(
+    script: Vec<&'static str>,
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, Write};
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" {
+                    break;
+                }
+                line.clear();
+            }
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            match script[n.min(script.len() - 1)] {
+                "reset" => {
+                    // SO_LINGER with a zero timeout: close sends a RST.
+                    let linger = libc::linger {
+                        l_onoff: 1,
+                        l_linger: 0,
+                    };
+                    // SAFETY: a valid socket descriptor and a linger struct
+                    // of the size given.
+                    unsafe {
+                        libc::setsockopt(
+                            stream.as_raw_fd(),
+                            libc::SOL_SOCKET,
+                            libc::SO_LINGER,
+                            std::ptr::addr_of!(linger).cast(),
+                            size_of::<libc::linger>() as libc::socklen_t,
+                        );
+                    }
+                }
+                "close" => {}
+                _ => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+                    );
+                }
+            }
+        }
+    });
+    (port, served)
+}
+
+#[test]
+fn curl_and_wget_retry_a_reset_and_an_empty_reply() {
+    assert!(curl_available(), "curl is needed for this test");
+    let (port, served) = faulty_server(vec!["reset", "close", "ok"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(&[], &["-d", "1ms", "--", "curl", "-fsS", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"ok\n");
+    assert_eq!(served.load(Ordering::SeqCst), 3);
+    let tried = attempts(&events);
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 56; sending or receiving network data failed (connection reset) (preset curl, chosen from the command name)"
+    );
+    assert_eq!(
+        tried[1]["reason"],
+        "exit 52; the server closed the connection without a reply (preset curl)"
+    );
+    if !have("wget") {
+        return;
+    }
+    let (port, served) = faulty_server(vec!["reset", "ok"]);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, events) = json(
+        &[],
+        &["-d", "1ms", "--", "wget", "--tries=1", "-O", "-", &url],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(attempts(&events)[0]["outcome"], "transient");
+}
