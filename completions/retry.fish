@@ -40,12 +40,16 @@ fish\t''
 elvish\t''
 powershell\t''"
 complete -c retry -l circuit -d 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed' -r
-complete -c retry -l state-dir -d 'Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]' -r -F
-complete -c retry -l state-url -d 'Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]' -r
-complete -c retry -l state-timeout -d 'Connect and command timeout for --state-url; past it the job runs as if the circuit were closed' -r
 complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit' -r
 complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
 complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
+complete -c retry -l budget -d 'Share retry budget NAME: each retry (attempt 2 and later) takes a whole token from a bucket that first attempts and time fill; with none left the run does not retry' -r
+complete -c retry -l budget-ratio -d 'Tokens each run\'s first attempt deposits: retries add at most this share of the first attempts\' load (also 20%) [default: 0.2]' -r
+complete -c retry -l budget-min -d 'Tokens that flow in with time, N/UNIT (10/s, 1/min, 30/h), so a lone job can still retry now and then [default: 1/min]' -r
+complete -c retry -l budget-burst -d 'The bucket\'s capacity; a new bucket starts full [default: 10]' -r
+complete -c retry -l state-dir -d 'Where circuits and budgets are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry (HOME, else the password entry\'s home), else /tmp/retry-state-UID]' -r -F
+complete -c retry -l state-url -d 'Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]' -r
+complete -c retry -l state-timeout -d 'One deadline for each exchange with the state store (the file lock\'s wait, or Redis from connecting on); past it the job runs as if there were no circuit or budget, with a warning' -r
 complete -c retry -l stop-on-timeout -d 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
 complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by the curl and wget presets)'
@@ -57,5 +61,7 @@ complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt
 complete -c retry -l explain -d 'Print the schedule this policy produces and exit without running anything'
 complete -c retry -l circuit-status -d 'Print the circuit\'s state (closed, open, half-open; failures; until when) and exit 0'
 complete -c retry -l circuit-reset -d 'Close the circuit and forget its failures, then exit 0'
+complete -c retry -l budget-status -d 'Print the budget\'s tokens and settings and exit 0'
+complete -c retry -l budget-reset -d 'Refill the budget and store the settings given (or the defaults), then exit 0'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::CommandFactory;
 use clap::error::ErrorKind;
 
+use crate::budget::Budget;
 use crate::circuit::breaker::{Admission, RunResult};
 use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
@@ -137,6 +138,31 @@ pub fn run() -> ExitStatus {
                 ExitStatus::STATE_FAILED,
             ),
         },
+        Mode::BudgetStatus => match open_budget(&config).and_then(|b| b.status()) {
+            Ok(text) => print(text.as_bytes()),
+            Err(err) => fail(
+                settings,
+                &run_id,
+                &format!("--budget-status: {err:#}"),
+                ExitStatus::STATE_FAILED,
+            ),
+        },
+        Mode::BudgetReset => match open_budget(&config).and_then(|b| b.reset().map(|w| (b, w))) {
+            Ok((budget, warnings)) => {
+                let mut text = String::new();
+                for warning in warnings {
+                    text.push_str(&format!("warning: {warning}\n"));
+                }
+                text.push_str(&format!("retry budget {} reset: full\n", budget.name));
+                print(text.as_bytes())
+            }
+            Err(err) => fail(
+                settings,
+                &run_id,
+                &format!("--budget-reset: {err:#}"),
+                ExitStatus::STATE_FAILED,
+            ),
+        },
         Mode::PresetList => match presets::list_text(&Sources::from_env()) {
             Ok(text) => print(text.as_bytes()),
             Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
@@ -147,6 +173,14 @@ pub fn run() -> ExitStatus {
         },
         Mode::Run => run_command(&config, &run_id),
     }
+}
+
+fn open_budget(config: &Config) -> anyhow::Result<Budget> {
+    let settings = config
+        .budget
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no --budget given"))?;
+    Budget::open(settings)
 }
 
 fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
@@ -166,13 +200,40 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
             return ExitStatus::USAGE;
         }
     };
-    let circuit = match config.circuit.as_ref().map(circuit::open).transpose() {
-        Ok(circuit) => circuit,
-        Err(err) => {
-            reporter.error(&format!("--circuit: {err:#}"));
-            return ExitStatus::USAGE;
-        }
-    };
+    // A store that cannot be used never stops the job: warn, and run as if
+    // there were no circuit or budget (as when Redis is down).
+    let circuit = config
+        .circuit
+        .as_ref()
+        .and_then(|settings| match circuit::open(settings) {
+            Ok(circuit) => Some(circuit),
+            Err(err) => {
+                reporter.warning(
+                    "circuit",
+                    &format!(
+                        "circuit {}: {err:#}; running as if it were closed",
+                        settings.name
+                    ),
+                );
+                None
+            }
+        });
+    let budget = config
+        .budget
+        .as_ref()
+        .and_then(|settings| match Budget::open(settings) {
+            Ok(budget) => Some(budget),
+            Err(err) => {
+                reporter.warning(
+                    "budget",
+                    &format!(
+                        "retry budget {}: {err:#}; retrying as if it allowed",
+                        settings.name
+                    ),
+                );
+                None
+            }
+        });
     let mut signals = match signals::install() {
         Ok(signals) => signals,
         Err(err) => {
@@ -189,7 +250,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     let result = match gate {
         Gate::Refused(summary) => Ok(summary),
         Gate::Admitted | Gate::Unchecked => {
-            runner::run(config, run_id, &mut signals, &mut reporter)
+            runner::run(config, run_id, budget.as_ref(), &mut signals, &mut reporter)
         }
     };
     if let (Some(circuit), true) = (&circuit, admitted) {
@@ -270,7 +331,10 @@ fn run_result(summary: &RunSummary) -> RunResult {
     match summary.outcome {
         RunOutcome::Success => RunResult::Success,
         RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,
-        RunOutcome::Permanent | RunOutcome::Exhausted | RunOutcome::Deadline => RunResult::Failure,
+        RunOutcome::Permanent
+        | RunOutcome::Exhausted
+        | RunOutcome::Deadline
+        | RunOutcome::BudgetExhausted => RunResult::Failure,
     }
 }
 

@@ -24,6 +24,8 @@ const IO: &str = "Input and output";
 const PROCESS: &str = "Processes";
 const REPORTING: &str = "Reporting";
 const CIRCUIT: &str = "Circuit breaker (across runs)";
+const BUDGET: &str = "Retry budget (across runs and hosts)";
+const STATE: &str = "Shared state (circuits and budgets)";
 const HOOKS: &str = "Hooks and conditions";
 
 const AFTER_HELP: &str = "\
@@ -218,20 +220,8 @@ pub(crate) struct Cli {
 
     // ---- Circuit breaker ----
     /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
-    #[arg(long, value_name = "NAME", value_parser = parse_circuit_name, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    #[arg(long, value_name = "NAME", value_parser = parse_state_name, allow_hyphen_values = true, help_heading = CIRCUIT)]
     pub(crate) circuit: Option<String>,
-
-    /// Where circuits are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry]
-    #[arg(long, value_name = "DIR", help_heading = CIRCUIT)]
-    pub(crate) state_dir: Option<PathBuf>,
-
-    /// Keep circuits in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]
-    #[arg(long, value_name = "URL", help_heading = CIRCUIT)]
-    pub(crate) state_url: Option<String>,
-
-    /// Connect and command timeout for --state-url; past it the job runs as if the circuit were closed
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub(crate) state_timeout: Duration,
 
     /// Failed runs in a row that open the circuit
     #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
@@ -253,12 +243,50 @@ pub(crate) struct Cli {
     #[arg(long, requires = "circuit", help_heading = CIRCUIT)]
     pub(crate) circuit_reset: bool,
 
+    // ---- Retry budget ----
+    /// Share retry budget NAME: each retry (attempt 2 and later) takes a whole token from a bucket that first attempts and time fill; with none left the run does not retry
+    #[arg(long, value_name = "NAME", value_parser = parse_state_name, allow_hyphen_values = true, help_heading = BUDGET)]
+    pub(crate) budget: Option<String>,
+
+    /// Tokens each run's first attempt deposits: retries add at most this share of the first attempts' load (also 20%) [default: 0.2]
+    #[arg(long, value_name = "R", value_parser = values::parse_ratio, allow_hyphen_values = true, requires = "budget", help_heading = BUDGET)]
+    pub(crate) budget_ratio: Option<f64>,
+
+    /// Tokens that flow in with time, N/UNIT (10/s, 1/min, 30/h), so a lone job can still retry now and then [default: 1/min]
+    #[arg(long, value_name = "RATE", value_parser = values::parse_rate, allow_hyphen_values = true, requires = "budget", help_heading = BUDGET)]
+    pub(crate) budget_min: Option<f64>,
+
+    /// The bucket's capacity; a new bucket starts full [default: 10]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "budget", help_heading = BUDGET)]
+    pub(crate) budget_burst: Option<u32>,
+
+    /// Print the budget's tokens and settings and exit 0
+    #[arg(long, requires = "budget", conflicts_with = "budget_reset", help_heading = BUDGET)]
+    pub(crate) budget_status: bool,
+
+    /// Refill the budget and store the settings given (or the defaults), then exit 0
+    #[arg(long, requires = "budget", help_heading = BUDGET)]
+    pub(crate) budget_reset: bool,
+
+    // ---- Shared state ----
+    /// Where circuits and budgets are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry (HOME, else the password entry's home), else /tmp/retry-state-UID]
+    #[arg(long, value_name = "DIR", help_heading = STATE)]
+    pub(crate) state_dir: Option<PathBuf>,
+
+    /// Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]
+    #[arg(long, value_name = "URL", help_heading = STATE)]
+    pub(crate) state_url: Option<String>,
+
+    /// One deadline for each exchange with the state store (the file lock's wait, or Redis from connecting on); past it the job runs as if there were no circuit or budget, with a warning
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = STATE)]
+    pub(crate) state_timeout: Duration,
+
     /// The command to run, and its arguments (passed verbatim, no shell)
     #[arg(
         value_name = "COMMAND",
         trailing_var_arg = true,
         num_args = 1..,
-        required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset", "preset"]
+        required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset", "budget_status", "budget_reset", "preset"]
     )]
     pub(crate) command: Vec<OsString>,
 }
@@ -274,7 +302,8 @@ fn parse_preset(text: &str) -> Result<String, String> {
     crate::presets::schema::check_name(text).map(|()| text.to_string())
 }
 
-fn parse_circuit_name(text: &str) -> Result<String, String> {
+/// Circuit and budget names become file names and keys.
+fn parse_state_name(text: &str) -> Result<String, String> {
     crate::circuit::check_name(text).map(|()| text.to_string())
 }
 

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::backoff::Policy;
-use crate::circuit::CircuitConfig;
+use crate::budget::bucket::BudgetSettings;
+use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
+use crate::circuit::{CircuitConfig, StateConfig};
 use crate::cli::Cli;
 use crate::generate::Kind as GenerateKind;
 use crate::presets::{self, Request, Sources};
@@ -30,6 +32,10 @@ pub(crate) enum Mode {
     CircuitStatus,
     /// `--circuit-reset`.
     CircuitReset,
+    /// `--budget-status`.
+    BudgetStatus,
+    /// `--budget-reset`.
+    BudgetReset,
     /// `--preset list`: print every preset.
     PresetList,
     /// `--preset show NAME`: print one, in a presets file's form.
@@ -64,6 +70,7 @@ pub(crate) struct Config {
     /// `--metrics-file` and the name label for it.
     pub(crate) metrics: Option<(PathBuf, String)>,
     pub(crate) circuit: Option<CircuitConfig>,
+    pub(crate) budget: Option<BudgetConfig>,
     /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`.
     pub(crate) hooks: Hooks,
 }
@@ -211,6 +218,8 @@ impl Config {
         let resolving = !(cli.generate.is_some()
             || cli.circuit_status
             || cli.circuit_reset
+            || cli.budget_status
+            || cli.budget_reset
             || preset_mode.is_some());
         if resolving {
             if cli.command.is_empty() && !cli.explain {
@@ -281,21 +290,45 @@ impl Config {
             Mode::CircuitStatus
         } else if cli.circuit_reset {
             Mode::CircuitReset
+        } else if cli.budget_status {
+            Mode::BudgetStatus
+        } else if cli.budget_reset {
+            Mode::BudgetReset
         } else {
             Mode::Run
         };
         // Flags beat the environment: an explicit --state-dir wins over
-        // RETRY_STATE_URL, which is read only when a circuit needs a store.
-        let state_url = match (&cli.circuit, &cli.state_url, &cli.state_dir) {
-            (Some(_), Some(url), _) => Some(url.clone()),
-            (Some(_), None, None) => state_url_from_env()?,
+        // RETRY_STATE_URL, which is read only when a circuit or a budget
+        // needs a store.
+        let needs_state = cli.circuit.is_some() || cli.budget.is_some();
+        let url = match (needs_state, &cli.state_url, &cli.state_dir) {
+            (true, Some(url), _) => Some(url.clone()),
+            (true, None, None) => state_url_from_env()?,
             _ => None,
         };
+        if let Some(url) = &url {
+            crate::circuit::check_state_url(url).map_err(UsageError)?;
+        }
+        let state = StateConfig {
+            dir: cli.state_dir.clone(),
+            url,
+            timeout: cli.state_timeout,
+        };
+        let budget = cli.budget.map(|name| BudgetConfig {
+            name,
+            state: state.clone(),
+            settings: BudgetSettings {
+                ratio: cli.budget_ratio.unwrap_or(DEFAULT_SETTINGS.ratio),
+                min_per_ms: cli.budget_min.unwrap_or(DEFAULT_SETTINGS.min_per_ms),
+                burst: cli.budget_burst.map_or(DEFAULT_SETTINGS.burst, f64::from),
+            },
+            explicit: cli.budget_ratio.is_some()
+                || cli.budget_min.is_some()
+                || cli.budget_burst.is_some(),
+        });
         let circuit = cli.circuit.map(|name| CircuitConfig {
             name,
-            state_dir: cli.state_dir.clone(),
-            state_url,
-            store_timeout: cli.state_timeout,
+            state,
             settings: crate::circuit::breaker::Settings {
                 threshold: cli.circuit_threshold,
                 cooldown: cli.circuit_cooldown,
@@ -351,6 +384,7 @@ impl Config {
             },
             metrics,
             circuit,
+            budget,
             hooks,
         })
     }

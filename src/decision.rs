@@ -20,16 +20,19 @@ pub(crate) enum RunOutcome {
     Deadline,
     Interrupted,
     CircuitOpen,
+    /// The retry budget had no token for the next retry.
+    BudgetExhausted,
 }
 
 impl RunOutcome {
-    pub(crate) const ALL: [RunOutcome; 6] = [
+    pub(crate) const ALL: [RunOutcome; 7] = [
         RunOutcome::Success,
         RunOutcome::Permanent,
         RunOutcome::Exhausted,
         RunOutcome::Deadline,
         RunOutcome::Interrupted,
         RunOutcome::CircuitOpen,
+        RunOutcome::BudgetExhausted,
     ];
 
     /// The run failed and gives up: what `--on-give-up` is for. Not a
@@ -50,6 +53,7 @@ impl RunOutcome {
             RunOutcome::Deadline => "deadline",
             RunOutcome::Interrupted => "interrupted",
             RunOutcome::CircuitOpen => "circuit-open",
+            RunOutcome::BudgetExhausted => "budget-exhausted",
         }
     }
 }
@@ -106,6 +110,20 @@ pub(crate) enum Step {
 }
 
 impl Done {
+    /// The retry budget `name` had no whole token (`tokens` left) for the
+    /// retry after `ending`: the run ends with that attempt's status.
+    pub(crate) fn budget_exhausted(name: &str, tokens: f64, ending: &Ending) -> Done {
+        Done {
+            outcome: RunOutcome::BudgetExhausted,
+            status: ending.exit_status(),
+            detail: format!(
+                "retry budget {name} exhausted ({:.1} tokens): not retrying; {}",
+                (tokens * 10.0).floor() / 10.0,
+                ending.describe()
+            ),
+        }
+    }
+
     /// The run ends because retry received `signal`.
     pub(crate) fn interrupted(signal: i32) -> Done {
         Done {
@@ -725,6 +743,9 @@ mod tests {
             .filter(|o| o.gave_up())
             .map(RunOutcome::as_str)
             .collect();
-        assert_eq!(gave_up, ["permanent", "exhausted", "deadline"]);
+        assert_eq!(
+            gave_up,
+            ["permanent", "exhausted", "deadline", "budget-exhausted"]
+        );
     }
 }

@@ -255,6 +255,13 @@ pub(crate) fn render(config: &Config) -> String {
     for line in conditions(config) {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(budget) = &config.budget {
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::budget::explain(&budget.name, &budget.settings)
+        );
+    }
     if !config.splay.is_zero() {
         let _ = writeln!(
             out,

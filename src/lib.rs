@@ -13,6 +13,7 @@
 pub mod app;
 mod attempt;
 pub mod backoff;
+mod budget;
 mod child;
 mod ci;
 mod circuit;

@@ -17,6 +17,7 @@ use rand::rngs::SmallRng;
 
 use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
 use crate::backoff::{Backoff, Sleep};
+use crate::budget::{Budget, Withdrawal};
 use crate::child::{ChildIo, Ending, Launch};
 use crate::classify::{self, Class, Observation, Verdict};
 use crate::config::Config;
@@ -45,6 +46,9 @@ pub(crate) struct RunSummary {
 /// Everything a run sets up once, before its first attempt.
 struct Run<'a> {
     config: &'a Config,
+    /// `--budget`: asked for a token before each retry; `None` without one,
+    /// or once its store failed (a warning said so: retries go ahead).
+    budget: Option<&'a Budget>,
     started: Instant,
     limits: Limits,
     rng: SmallRng,
@@ -82,10 +86,11 @@ pub(crate) fn new_run_id() -> String {
 pub(crate) fn run(
     config: &Config,
     run_id: &str,
+    budget: Option<&Budget>,
     signals: &mut SignalEvents,
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
-    let mut run = Run::set_up(config, run_id)?;
+    let mut run = Run::set_up(config, run_id, budget)?;
     reporter.policy(&crate::explain::policy_line(config));
     for line in config
         .rules
@@ -141,7 +146,7 @@ pub(crate) fn run(
 }
 
 impl<'a> Run<'a> {
-    fn set_up(config: &'a Config, run_id: &str) -> Result<Run<'a>> {
+    fn set_up(config: &'a Config, run_id: &str, budget: Option<&'a Budget>) -> Result<Run<'a>> {
         let started = Instant::now();
         let rng: SmallRng = rand::make_rng();
         // `-o` holds stdout apart too; with both flags, FILE gets it.
@@ -152,6 +157,7 @@ impl<'a> Run<'a> {
         };
         Ok(Run {
             config,
+            budget,
             started,
             limits: Limits {
                 max_attempts: config.attempts,
@@ -183,6 +189,7 @@ impl<'a> Run<'a> {
         if let Some(signal) = self.splay(signals, reporter) {
             return Ok(Done::interrupted(signal));
         }
+        self.deposit(reporter);
         let mut backoff = self.config.policy.sleeps();
         let mut previous_exit: Option<i32> = None;
         loop {
@@ -250,6 +257,10 @@ impl<'a> Run<'a> {
                     );
                 }
                 Step::Sleep { sleep, source } => {
+                    if let Some(done) = self.budget_refuses(&judged, reporter) {
+                        reporter.attempt(&record, None);
+                        return Ok(done);
+                    }
                     reporter.attempt(
                         &record,
                         Some(&SleepRecord {
@@ -271,6 +282,65 @@ impl<'a> Run<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// `--budget`: the run's first attempt deposits its share.
+    fn deposit(&mut self, reporter: &mut Reporter) {
+        let Some(budget) = self.budget else { return };
+        match budget.deposit() {
+            Ok((tokens, warnings)) => {
+                for warning in warnings {
+                    reporter.warning("budget", &warning);
+                }
+                reporter.policy(&format!(
+                    "retry budget {}: {tokens:.1} tokens (a retry takes 1)",
+                    budget.name
+                ));
+            }
+            Err(err) => self.budget_failed(&err, reporter),
+        }
+    }
+
+    /// `--budget`, before a retry: `Some` when the budget has no whole
+    /// token, and the run ends. `--until-failure` repeats are no retries:
+    /// they take nothing.
+    fn budget_refuses(&mut self, judged: &Judged, reporter: &mut Reporter) -> Option<Done> {
+        let budget = self.budget?;
+        if self.limits.until_failure {
+            return None;
+        }
+        match budget.withdraw() {
+            Ok((withdrawal, warnings)) => {
+                for warning in warnings {
+                    reporter.warning("budget", &warning);
+                }
+                match withdrawal {
+                    Withdrawal::Taken { .. } => None,
+                    Withdrawal::Refused { tokens } => Some(Done::budget_exhausted(
+                        &budget.name,
+                        tokens,
+                        &judged.outcome.ending,
+                    )),
+                }
+            }
+            Err(err) => {
+                self.budget_failed(&err, reporter);
+                None
+            }
+        }
+    }
+
+    /// The budget's store failed: say so once; retries go ahead.
+    fn budget_failed(&mut self, err: &anyhow::Error, reporter: &mut Reporter) {
+        if let Some(budget) = self.budget.take() {
+            reporter.warning(
+                "budget",
+                &format!(
+                    "retry budget {}: {err:#}; retrying as if it allowed",
+                    budget.name
+                ),
+            );
         }
     }
 

@@ -15,43 +15,103 @@ pub(crate) mod store;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings};
 use store::Store;
+
+/// Where state (circuits, budgets) is kept: the flags and environment that
+/// name a store.
+#[derive(Clone, Debug)]
+pub(crate) struct StateConfig {
+    /// `--state-dir`.
+    pub(crate) dir: Option<PathBuf>,
+    /// `--state-url` (or `RETRY_STATE_URL`): keep state in Redis.
+    pub(crate) url: Option<String>,
+    /// `--state-timeout`: one deadline for a whole exchange with the store
+    /// (the file lock's wait included).
+    pub(crate) timeout: Duration,
+}
 
 /// The circuit settings from the command line.
 #[derive(Clone, Debug)]
 pub(crate) struct CircuitConfig {
     pub(crate) name: String,
-    pub(crate) state_dir: Option<PathBuf>,
-    /// `--state-url` (or `RETRY_STATE_URL`): keep circuits in Redis.
-    pub(crate) state_url: Option<String>,
-    /// Connect and command timeout for the shared store.
-    pub(crate) store_timeout: Duration,
+    pub(crate) state: StateConfig,
     pub(crate) settings: Settings,
 }
 
-/// Where circuit state lives without `--state-dir`: `$RETRY_STATE_DIR`,
-/// else `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
-pub(crate) fn default_state_dir() -> Result<PathBuf> {
+/// Where state lives without `--state-dir`: `$RETRY_STATE_DIR`, else
+/// `$XDG_STATE_HOME/retry`, else `$HOME/.local/state/retry`, else (cron's
+/// `env -i`: no variables at all) the same under the home directory of the
+/// user's password entry, else `/tmp/retry-state-UID` (a directory of ours,
+/// 0700, checked like any other: one planted by another user is refused).
+pub(crate) fn default_state_dir() -> PathBuf {
     let nonempty = |key: &str| {
         std::env::var_os(key)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
     if let Some(dir) = nonempty("RETRY_STATE_DIR") {
-        return Ok(dir);
+        return dir;
     }
     if let Some(dir) = nonempty("XDG_STATE_HOME") {
-        return Ok(dir.join("retry"));
+        return dir.join("retry");
     }
-    match nonempty("HOME") {
-        Some(home) => Ok(home.join(".local/state/retry")),
-        None => {
-            bail!("no state directory: set --state-dir, RETRY_STATE_DIR, XDG_STATE_HOME or HOME")
-        }
+    if let Some(home) = nonempty("HOME").or_else(password_home) {
+        return home.join(".local/state/retry");
     }
+    let uid = rustix::process::getuid().as_raw();
+    PathBuf::from(format!("/tmp/retry-state-{uid}"))
+}
+
+/// The home directory in the password database for our user id.
+fn password_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut entry = std::mem::MaybeUninit::<libc::passwd>::uninit();
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: getpwuid_r writes the entry into `entry`, its strings into
+    // `buffer` (whose length it is told), and sets `found` to `entry` on
+    // success; nothing is read unless it succeeded.
+    let status = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            entry.as_mut_ptr(),
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &raw mut found,
+        )
+    };
+    if status != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: the call succeeded, so the entry is initialised and `pw_dir`
+    // points at a NUL-terminated string inside `buffer`, alive here.
+    let dir = unsafe { std::ffi::CStr::from_ptr(entry.assume_init().pw_dir) };
+    let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
+    (!dir.is_empty() && dir.as_bytes().starts_with(b"/")).then(|| PathBuf::from(dir))
+}
+
+/// Open the store `state` names; `ttl` is how long Redis keeps a record
+/// nobody touches.
+pub(crate) fn open_store(state: &StateConfig, ttl: Duration) -> Result<Box<dyn Store>> {
+    if let Some(url) = &state.url {
+        return Ok(Box::new(redis::RedisStore::open(url, state.timeout, ttl)?));
+    }
+    let dir = match &state.dir {
+        Some(dir) => dir.clone(),
+        None => default_state_dir(),
+    };
+    Ok(Box::new(file::FileStore::open(&dir, state.timeout)?))
+}
+
+/// A Redis URL the store could use: checked while the configuration is
+/// built, so a malformed one is a usage error before anything runs.
+pub(crate) fn check_state_url(url: &str) -> Result<(), String> {
+    redis::RedisStore::open(url, Duration::from_secs(1), Duration::from_secs(1))
+        .map(|_| ())
+        .map_err(|err| format!("{err:#}"))
 }
 
 /// Circuit names become file names and keys: keep them plain.
@@ -220,22 +280,14 @@ impl Circuit {
     }
 }
 
-/// Open the store `config` names.
+/// Open circuit `config` names, in its store.
 pub(crate) fn open(config: &CircuitConfig) -> Result<Circuit> {
-    if let Some(url) = &config.state_url {
-        // Long enough to outlive any cooldown and probe lease: what expires
-        // is a circuit nobody has used for that long.
-        let settings = &config.settings;
-        let ttl = (settings.max_cooldown + settings.probe_lease)
-            .saturating_mul(4)
-            .max(Duration::from_secs(24 * 3600));
-        let store = redis::RedisStore::open(url, config.store_timeout, ttl)?;
-        return Ok(Circuit::new(&config.name, Box::new(store), config.settings));
-    }
-    let dir = match &config.state_dir {
-        Some(dir) => dir.clone(),
-        None => default_state_dir()?,
-    };
-    let store = file::FileStore::open(&dir, config.store_timeout)?;
-    Ok(Circuit::new(&config.name, Box::new(store), config.settings))
+    // Long enough to outlive any cooldown and probe lease: what expires is
+    // a circuit nobody has used for that long.
+    let settings = &config.settings;
+    let ttl = (settings.max_cooldown + settings.probe_lease)
+        .saturating_mul(4)
+        .max(Duration::from_secs(24 * 3600));
+    let store = open_store(&config.state, ttl)?;
+    Ok(Circuit::new(&config.name, store, config.settings))
 }

@@ -627,3 +627,84 @@ fn an_oversized_or_out_of_range_value_in_redis_is_corrupt_and_read_as_closed() {
         .success()
         .stderr(predicate::str::contains("corrupt"));
 }
+
+/// `retry` on budget `name` of `redis` from one "host" (its own state dir):
+/// no sleeps, no time flowing in.
+fn budget_host(redis: &Redis, state: &std::path::Path, name: &str) -> assert_cmd::Command {
+    let mut command = retry();
+    command
+        .args(["-q", "-d", "0", "--budget", name, "--budget-burst", "2"])
+        .args(["--budget-ratio", "0.5", "--budget-min", "0/s"])
+        .args(["--state-url", &redis.url(), "--state-dir"])
+        .arg(state);
+    command
+}
+
+#[test]
+fn two_hosts_share_one_budget_through_redis() {
+    let Some(redis) = Redis::shared() else {
+        return;
+    };
+    let name = format!("fleet-budget-{}", std::process::id());
+    let hosts: Vec<tempfile::TempDir> = (0..2).map(|_| scratch()).collect();
+    let work = scratch();
+    let body = format!("{}; exit 1", tally(work.path(), "attempts"));
+    // Host 0 deposits into a full bucket (capped at 2): two retries.
+    budget_host(&redis, hosts[0].path(), &name)
+        .args(["-n", "10", "--", "sh", "-c", &body])
+        .assert()
+        .code(1);
+    assert_eq!(lines(work.path(), "attempts"), 3);
+    // Host 1 finds it empty: its 0.5 buys no retry; a third run's does.
+    for expected in [4, 6] {
+        budget_host(&redis, hosts[1].path(), &name)
+            .args(["-n", "10", "--", "sh", "-c", &body])
+            .assert()
+            .code(1);
+        assert_eq!(lines(work.path(), "attempts"), expected);
+    }
+    let status = retry()
+        .args([
+            "--budget",
+            &name,
+            "--budget-status",
+            "--state-url",
+            &redis.url(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("3 first attempts, 3 retries allowed"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("retry:budget:{name}")), "{text}");
+    for host in &hosts {
+        assert_eq!(std::fs::read_dir(host.path()).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn an_unreachable_budget_store_still_lets_the_job_retry_at_once() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let work = scratch();
+    let body = format!("{}; exit 1", tally(work.path(), "attempts"));
+    let started = Instant::now();
+    retry()
+        .args(["-n", "3", "-d", "0", "--budget", "down", "--state-url"])
+        .arg(format!("redis://127.0.0.1:{port}/0"))
+        .args(["--", "sh", "-c", &body])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("retrying as if it allowed"));
+    assert_eq!(lines(work.path(), "attempts"), 3);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}

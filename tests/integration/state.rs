@@ -96,3 +96,32 @@ fn circuit_names_may_start_with_a_hyphen() {
         .assert()
         .success();
 }
+
+#[test]
+fn a_circuit_under_cron_without_home_or_xdg_runs_the_job() {
+    // cron's `env -i`: no HOME, no XDG variables. The state goes to the
+    // home directory of the password entry (or /tmp/retry-state-UID), and
+    // the job runs.
+    let work = scratch();
+    let marker = work.path().join("ran");
+    let name = format!("cron-{}", std::process::id());
+    let status = std::process::Command::new("env")
+        .args(["-i", "PATH=/usr/bin:/bin", BIN, "-v", "--circuit"])
+        .arg(&name)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    assert!(marker.exists());
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(!stderr.contains("error"), "{stderr}");
+    // Leave the password entry's home as it was.
+    if let Some(home) = std::env::var_os("HOME") {
+        let dir = std::path::Path::new(&home).join(".local/state/retry");
+        for ending in ["json", "lock"] {
+            let _ = std::fs::remove_file(dir.join(format!("{name}.{ending}")));
+        }
+    }
+}
