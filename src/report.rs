@@ -450,6 +450,31 @@ impl Reporter {
         }
     }
 
+    /// `-v`: the retry budget after a deposit or a withdrawal, and how long
+    /// the exchange with its store took (JSON `budget` events).
+    pub(crate) fn budget(&mut self, name: &str, op: &str, tokens: f64, took: Duration) {
+        if self.verbosity != Verbosity::Verbose {
+            return;
+        }
+        if self.json {
+            self.event(&json!({
+                "event": "budget",
+                "name": name,
+                "op": op,
+                "tokens": (tokens * 1000.0).round() / 1000.0,
+                "store_ms": took.as_secs_f64() * 1000.0,
+            }));
+        } else {
+            self.say(
+                DIM,
+                &format!(
+                    "retry budget {name}: {op}, {tokens:.1} tokens left ({} with the store)",
+                    human(took)
+                ),
+            );
+        }
+    }
+
     /// An attempt begins: in a CI format its fold opens (whatever the
     /// verbosity, its header naming the attempt); `-v` says so.
     pub(crate) fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {

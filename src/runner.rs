@@ -288,15 +288,13 @@ impl<'a> Run<'a> {
     /// `--budget`: the run's first attempt deposits its share.
     fn deposit(&mut self, reporter: &mut Reporter) {
         let Some(budget) = self.budget else { return };
+        let started = Instant::now();
         match budget.deposit() {
             Ok((tokens, warnings)) => {
                 for warning in warnings {
                     reporter.warning("budget", &warning);
                 }
-                reporter.policy(&format!(
-                    "retry budget {}: {tokens:.1} tokens (a retry takes 1)",
-                    budget.name
-                ));
+                reporter.budget(&budget.name, "deposit", tokens, started.elapsed());
             }
             Err(err) => self.budget_failed(&err, reporter),
         }
@@ -310,13 +308,18 @@ impl<'a> Run<'a> {
         if self.limits.until_failure {
             return None;
         }
+        let started = Instant::now();
         match budget.withdraw() {
             Ok((withdrawal, warnings)) => {
                 for warning in warnings {
                     reporter.warning("budget", &warning);
                 }
+                let took = started.elapsed();
                 match withdrawal {
-                    Withdrawal::Taken { .. } => None,
+                    Withdrawal::Taken { left } => {
+                        reporter.budget(&budget.name, "withdraw", left, took);
+                        None
+                    }
                     Withdrawal::Refused { tokens } => Some(Done::budget_exhausted(
                         &budget.name,
                         tokens,
