@@ -300,6 +300,7 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
             if let Some(warning) = &decision.warning {
                 reporter.warning("circuit", warning);
             }
+            reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
                 let message = circuit.refusal(until_ms, probing, &decision.state);
                 let status = ExitStatus::CIRCUIT_OPEN;

@@ -55,6 +55,29 @@ pub(crate) struct CircuitState {
     pub(crate) cooldown_ms: u64,
     pub(crate) probe: Option<Probe>,
     pub(crate) updated_ms: u64,
+    /// The settings of the run that last recorded a result, so that
+    /// `--circuit-status` shows what the circuit opens at (absent in states
+    /// written before they were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) settings: Option<StoredSettings>,
+}
+
+/// A circuit's settings as stored with its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredSettings {
+    pub(crate) threshold: u32,
+    pub(crate) cooldown_ms: u64,
+    pub(crate) max_cooldown_ms: u64,
+}
+
+impl From<&Settings> for StoredSettings {
+    fn from(settings: &Settings) -> StoredSettings {
+        StoredSettings {
+            threshold: settings.threshold,
+            cooldown_ms: ms(settings.cooldown),
+            max_cooldown_ms: ms(settings.max_cooldown),
+        }
+    }
 }
 
 /// The latest time a stored state may name: the last millisecond of the
@@ -94,6 +117,14 @@ impl CircuitState {
         }
         if self.failures > MOST_FAILURES {
             return Err(format!("failures {} is out of range", self.failures));
+        }
+        if let Some(settings) = &self.settings {
+            let in_range = (1..=MOST_FAILURES).contains(&settings.threshold)
+                && settings.cooldown_ms <= LONGEST_COOLDOWN_MS
+                && settings.max_cooldown_ms <= LONGEST_COOLDOWN_MS;
+            if !in_range {
+                return Err("settings out of range".into());
+            }
         }
         if let Some(probe) = &self.probe {
             time("probe.started_ms", probe.started_ms)?;
@@ -320,6 +351,7 @@ mod tests {
             cooldown_ms: MIN,
             probe: None,
             updated_ms: 0,
+            settings: None,
         }
     }
 

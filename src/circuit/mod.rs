@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings};
+use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings, StoredSettings};
 use store::Store;
 
 /// Where state (circuits, budgets) is kept: the flags and environment that
@@ -198,14 +198,17 @@ impl Circuit {
         let (settings, me) = (&self.settings, &self.me);
         let updated = self.store.update(&self.name, &mut |state| {
             breaker::record(state, settings, now_ms(), me, result);
+            state.settings = Some(StoredSettings::from(settings));
         })?;
         Ok(updated.warning)
     }
 
     pub(crate) fn reset(&self) -> Result<Option<String>> {
+        let settings = StoredSettings::from(&self.settings);
         let updated = self.store.update(&self.name, &mut |state| {
             *state = CircuitState {
                 updated_ms: now_ms(),
+                settings: Some(settings),
                 ..CircuitState::default()
             }
         })?;
@@ -242,22 +245,42 @@ impl Circuit {
             (phase, _) => phase.as_str().to_string(),
         };
         text.push_str(&format!("circuit {}: {phase}\n", self.name));
+        // What the last run that recorded a result stored; else this
+        // command line's settings.
+        let (kept, stored) = match state.settings {
+            Some(stored) => (stored, " (as stored by the last run)"),
+            None => (StoredSettings::from(&self.settings), ""),
+        };
         text.push_str(&format!(
-            "failed runs in a row: {} (opens at {})\n",
-            state.failures, self.settings.threshold
+            "failed runs in a row: {} (opens at {}){stored}\n",
+            state.failures, kept.threshold
         ));
         let cooldown = if state.cooldown_ms == 0 {
-            self.settings.cooldown
+            kept.cooldown_ms
         } else {
-            Duration::from_millis(state.cooldown_ms)
+            state.cooldown_ms
         };
         text.push_str(&format!(
             "cooldown: {} (doubles with each failed probe, up to {})\n",
-            crate::values::human(cooldown),
-            crate::values::human(self.settings.max_cooldown)
+            crate::values::human(Duration::from_millis(cooldown)),
+            crate::values::human(Duration::from_millis(kept.max_cooldown_ms))
         ));
         text.push_str(&format!("stored in: {}\n", self.store.describe(&self.name)));
         Ok(text)
+    }
+
+    /// `-v`, at the start of a run: the circuit as admission found it.
+    pub(crate) fn summary(&self, state: &CircuitState) -> String {
+        let threshold = state
+            .settings
+            .map_or(self.settings.threshold, |stored| stored.threshold);
+        format!(
+            "circuit {}: {}; {} failed runs in a row (opens at {threshold}); kept in {}",
+            self.name,
+            state.phase.as_str(),
+            state.failures,
+            self.store.describe(&self.name)
+        )
     }
 
     /// The message for a refused run.

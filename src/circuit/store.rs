@@ -472,6 +472,7 @@ mod tests {
                             lease_until_ms,
                         }),
                         updated_ms,
+                        settings: None,
                     };
                     assert_eq!(state.check(), Ok(()));
                     serde_json::to_vec(&state).unwrap()
@@ -588,6 +589,7 @@ mod tests {
             cooldown_ms: 60_000,
             probe: None,
             updated_ms: 0,
+            settings: None,
         };
         let circuit = Circuit::new(
             "late",

@@ -125,3 +125,49 @@ fn a_circuit_under_cron_without_home_or_xdg_runs_the_job() {
         }
     }
 }
+
+#[test]
+fn the_status_shows_the_threshold_the_circuit_was_opened_with() {
+    let state = private_dir();
+    for _ in 0..2 {
+        retry()
+            .args([
+                "-q",
+                "-n",
+                "1",
+                "--circuit",
+                "kept",
+                "--circuit-threshold",
+                "2",
+            ])
+            .arg("--state-dir")
+            .arg(state.path())
+            .args(["--", "false"])
+            .assert()
+            .code(1);
+    }
+    // Asked with the default threshold (3), it tells what opened it.
+    let out = retry()
+        .args(["--circuit", "kept", "--circuit-status", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("circuit kept: open until"), "{text}");
+    assert!(
+        text.contains("failed runs in a row: 2 (opens at 2) (as stored by the last run)"),
+        "{text}"
+    );
+    // -v says how the circuit stands when a run starts.
+    let out = retry()
+        .args(["-v", "-n", "1", "--circuit", "fresh", "--state-dir"])
+        .arg(state.path())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("circuit fresh: closed; 0 failed runs in a row (opens at 3)"),
+        "{stderr}"
+    );
+}
