@@ -360,3 +360,32 @@ fn the_help_lists_every_exit_status_and_the_stdin_offset() {
         assert!(help.contains(needle), "{needle}: {help}");
     }
 }
+
+#[test]
+fn a_timeout_says_the_status_it_exits_with() {
+    // With --kill-after 0 the attempt may die of SIGTERM (124) or need
+    // SIGKILL (137): whichever it was, the words name that same status.
+    for args in [
+        &["-T", "100ms", "--kill-after", "0", "--", "sleep", "5"][..],
+        &[
+            "-T",
+            "100ms",
+            "--kill-after",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM; sleep 5",
+        ][..],
+    ] {
+        let out = retry().args(["-n", "1"]).args(args).output().unwrap();
+        let code = out.status.code().unwrap();
+        assert!(code == 124 || code == 137, "{code}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("timed out (exit {code})")),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("killed by SIGTERM"), "{stderr}");
+    }
+}

@@ -171,3 +171,28 @@ fn the_status_shows_the_threshold_the_circuit_was_opened_with() {
         "{stderr}"
     );
 }
+
+#[test]
+fn credentials_never_appear_in_messages_whatever_the_url_form() {
+    for url in [
+        "redis+unix:///nonexistent/sock?pass=SECRET",
+        "unix:///nonexistent/sock?pass=SECRET&db=1",
+        "redis+unix:///nonexistent/sock?password=SECRET",
+        "redis://user:SECRET@127.0.0.1:1/0",
+        "rediss://:SECRET@127.0.0.1:1/0",
+        "redis://127.0.0.1:1/0?password=SECRET",
+        "redis://:SECRET@[broken",
+    ] {
+        let out = retry()
+            .args(["-n", "1", "--circuit", "x", "--state-timeout", "300ms"])
+            .args(["--state-url", url, "--log-format", "json", "--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("SECRET"), "{url}: {stderr}");
+        assert!(
+            stderr.contains("\"event\""),
+            "{url}: said nothing: {stderr}"
+        );
+    }
+}
