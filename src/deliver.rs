@@ -22,7 +22,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -33,6 +33,7 @@ use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::fd::{own_fd, write_all_fd};
+use crate::safe_fs;
 
 /// Prefix and suffix of the named temporary files of `-o` (the fallback, and
 /// the moment between linking an unnamed file and renaming it).
@@ -117,7 +118,7 @@ impl HeldStdout {
         check_replaceable(&dir, &name).map_err(|problem| anyhow!("-o {shown}: {problem}"))?;
         clean_stale(&dir);
         let created = if unnamed {
-            create_unnamed(&dir)
+            safe_fs::create_unnamed(dir.as_fd(), NEW_FILE_MODE)
         } else {
             Err(Errno::OPNOTSUPP)
         };
@@ -125,13 +126,16 @@ impl HeldStdout {
             Ok(fd) => (File::from(fd), None),
             // These are how a kernel or filesystem says it has no O_TMPFILE.
             Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::NOENT) => {
-                let (fd, temp) = create_named(&dir).map_err(|err| {
-                    anyhow!(
-                        "-o {shown}: cannot create a file in {}: {}",
-                        dir_path.display(),
-                        error_text(&err.into())
-                    )
-                })?;
+                let (fd, temp) =
+                    safe_fs::create_exclusive(dir.as_fd(), &mut temp_name, NEW_FILE_MODE).map_err(
+                        |err| {
+                            anyhow!(
+                                "-o {shown}: cannot create a file in {}: {}",
+                                dir_path.display(),
+                                error_text(&err.into())
+                            )
+                        },
+                    )?;
                 (File::from(fd), Some(temp))
             }
             Err(err) => bail!(
@@ -283,7 +287,8 @@ impl OutputFile {
         file.sync_all().map_err(|err| fail("writing it", err))?;
         let temp = match &self.named {
             Some(temp) => temp.clone(),
-            None => link_unnamed(file, &self.dir).map_err(|err| fail("naming it", err.into()))?,
+            None => safe_fs::link_unnamed(file.as_fd(), self.dir.as_fd(), &mut temp_name)
+                .map_err(|err| fail("naming it", err.into()))?,
         };
         if let Err(err) = rustix::fs::renameat(&self.dir, &temp, &self.dir, &self.name) {
             let _ = rustix::fs::unlinkat(&self.dir, &temp, AtFlags::empty());
@@ -343,66 +348,6 @@ fn kind_name(kind: FileType) -> &'static str {
         FileType::CharacterDevice => "a character device",
         FileType::BlockDevice => "a block device",
         FileType::Unknown => "not a file retry knows",
-    }
-}
-
-/// An unnamed file in `dir`, mode 0644 under the umask.
-fn create_unnamed(dir: &OwnedFd) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat(
-        dir,
-        ".",
-        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(NEW_FILE_MODE),
-    )
-}
-
-/// A new `.retry-out-RANDOM.tmp` in `dir`, mode 0644 under the umask.
-fn create_named(dir: &OwnedFd) -> rustix::io::Result<(OwnedFd, OsString)> {
-    let mut tries = 0;
-    loop {
-        let temp = temp_name();
-        match rustix::fs::openat(
-            dir,
-            &temp,
-            OFlags::CREATE
-                | OFlags::EXCL
-                | OFlags::RDWR
-                | OFlags::NOFOLLOW
-                | OFlags::CLOEXEC
-                | OFlags::NOCTTY,
-            Mode::from_raw_mode(NEW_FILE_MODE),
-        ) {
-            Ok(fd) => return Ok((fd, temp)),
-            Err(Errno::EXIST) if tries < 16 => tries += 1,
-            Err(err) => return Err(err),
-        }
-    }
-}
-
-/// Give the unnamed `file` a random name in `dir`. Through `/proc` as any
-/// user may; with `AT_EMPTY_PATH` (which needs `CAP_DAC_READ_SEARCH`) where
-/// `/proc` is not mounted.
-fn link_unnamed(file: &File, dir: &OwnedFd) -> rustix::io::Result<OsString> {
-    use std::os::fd::AsRawFd;
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let mut tries = 0;
-    loop {
-        let temp = temp_name();
-        let linked = match rustix::fs::linkat(
-            rustix::fs::CWD,
-            &proc_path,
-            dir,
-            &temp,
-            AtFlags::SYMLINK_FOLLOW,
-        ) {
-            Err(Errno::NOENT) => rustix::fs::linkat(file, "", dir, &temp, AtFlags::EMPTY_PATH),
-            other => other,
-        };
-        match linked {
-            Ok(()) => return Ok(temp),
-            Err(Errno::EXIST) if tries < 16 => tries += 1,
-            Err(err) => return Err(err),
-        }
     }
 }
 

@@ -10,16 +10,22 @@
 //!   stands there, through a new file whose mode is set on its descriptor;
 //! - a symlink in a sticky world-writable directory is followed only as the
 //!   kernel's `fs.protected_symlinks` would;
-//! - a run's private files live in a directory only its user can enter.
+//! - a run's private files live in a directory only its user can enter;
+//! - a file that replaces another is written unnamed (`O_TMPFILE`) and
+//!   named only to be renamed into place, so a death at any moment leaves
+//!   nothing behind ([`create_unnamed`], [`link_unnamed`]; where the file
+//!   system cannot, [`create_exclusive`] makes a named one).
 
+use std::ffi::OsString;
 use std::fs::{File, FileType};
 use std::io::{self, Read};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::fd::own_fd;
 
@@ -162,7 +168,7 @@ pub(crate) fn create_new_in(dir: &Path, prefix: &str, mode: u32) -> io::Result<(
                 }
                 return Ok((file, path));
             }
-            Err(rustix::io::Errno::EXIST) if tries < 100 => tries += 1,
+            Err(Errno::EXIST) if tries < 100 => tries += 1,
             Err(err) => return Err(err.into()),
         }
     }
@@ -255,10 +261,8 @@ pub(crate) fn open_append_log(path: &Path) -> Result<File> {
     Ok(file)
 }
 
-fn open_error(path: &Path, err: rustix::io::Errno) -> anyhow::Error {
-    if err == rustix::io::Errno::NXIO
-        && matches!(std::fs::metadata(path), Ok(m) if m.file_type().is_fifo())
-    {
+fn open_error(path: &Path, err: Errno) -> anyhow::Error {
+    if err == Errno::NXIO && matches!(std::fs::metadata(path), Ok(m) if m.file_type().is_fifo()) {
         anyhow::anyhow!("a FIFO stands there (with no reader), not a regular file")
     } else {
         io::Error::from(err).into()
@@ -295,6 +299,79 @@ fn is_own_output(meta: &std::fs::Metadata) -> bool {
         rustix::fs::fstat(own_fd(fd).as_fd())
             .is_ok_and(|own| own.st_dev == meta.dev() && own.st_ino == meta.ino())
     })
+}
+
+/// How many fresh random names are tried before giving up on a directory
+/// (a collision of 64 random bits means something is wrong).
+const NAME_TRIES: usize = 16;
+
+/// An unnamed regular file in directory `dir` (`O_TMPFILE`), read-write,
+/// mode `mode` under the umask. It has no name until [`link_unnamed`] gives
+/// it one. Fails with `EOPNOTSUPP`, `EISDIR` or `EINVAL` where the file
+/// system cannot make one.
+pub(crate) fn create_unnamed(dir: BorrowedFd<'_>, mode: u32) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )
+}
+
+/// A new regular file in `dir` under a fresh `name()`, never following or
+/// reusing what stands there (`O_CREAT | O_EXCL | O_NOFOLLOW`), read-write,
+/// mode `mode` under the umask.
+pub(crate) fn create_exclusive(
+    dir: BorrowedFd<'_>,
+    name: &mut dyn FnMut() -> OsString,
+    mode: u32,
+) -> rustix::io::Result<(OwnedFd, OsString)> {
+    let mut tries = 0;
+    loop {
+        let candidate = name();
+        let flags = OFlags::CREATE
+            | OFlags::EXCL
+            | OFlags::RDWR
+            | OFlags::NOFOLLOW
+            | OFlags::CLOEXEC
+            | OFlags::NOCTTY;
+        match rustix::fs::openat(dir, &candidate, flags, Mode::from_raw_mode(mode)) {
+            Ok(fd) => return Ok((fd, candidate)),
+            Err(Errno::EXIST) if tries < NAME_TRIES => tries += 1,
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Give the unnamed `file` a fresh `name()` in `dir`, to be renamed over
+/// its target. Through `/proc/self/fd`, as any user may; with
+/// `AT_EMPTY_PATH` (which needs `CAP_DAC_READ_SEARCH`) where `/proc` is not
+/// mounted.
+pub(crate) fn link_unnamed(
+    file: BorrowedFd<'_>,
+    dir: BorrowedFd<'_>,
+    name: &mut dyn FnMut() -> OsString,
+) -> rustix::io::Result<OsString> {
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let mut tries = 0;
+    loop {
+        let candidate = name();
+        let linked = match rustix::fs::linkat(
+            rustix::fs::CWD,
+            proc_path.as_str(),
+            dir,
+            &candidate,
+            AtFlags::SYMLINK_FOLLOW,
+        ) {
+            Err(Errno::NOENT) => rustix::fs::linkat(file, "", dir, &candidate, AtFlags::EMPTY_PATH),
+            other => other,
+        };
+        match linked {
+            Ok(()) => return Ok(candidate),
+            Err(Errno::EXIST) if tries < NAME_TRIES => tries += 1,
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 #[cfg(test)]

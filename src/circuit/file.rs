@@ -26,7 +26,7 @@ mod dir;
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,7 @@ use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::store::{Change, Kind, Loaded, MAX_RECORD_BYTES, Store, too_large};
+use crate::safe_fs;
 
 pub(crate) struct FileStore {
     /// For messages.
@@ -272,12 +273,7 @@ impl FileStore {
     /// system (or a missing /proc) does not allow it, with nothing left
     /// behind.
     fn write_unnamed(&self, names: &Names, text: &[u8]) -> Result<bool> {
-        let fd = match rustix::fs::openat(
-            &self.fd,
-            ".",
-            OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        ) {
+        let fd = match safe_fs::create_unnamed(self.fd.as_fd(), 0o600) {
             Ok(fd) => fd,
             Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => return Ok(false),
             Err(err) => {
@@ -288,53 +284,23 @@ impl FileStore {
         };
         Self::fill(&fd, text)?;
         // A file without a name cannot be renamed over the state: give it
-        // a temporary name first (through /proc, or AT_EMPTY_PATH where
-        // /proc is missing and we may), then rename that.
-        let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-        for _ in 0..8 {
-            let temp = names.temporary();
-            let linked = rustix::fs::linkat(
-                rustix::fs::CWD,
-                proc_path.as_str(),
-                &self.fd,
-                temp.as_str(),
-                AtFlags::SYMLINK_FOLLOW,
-            )
-            .or_else(|err| match err {
-                Errno::NOENT => {
-                    rustix::fs::linkat(fd.as_fd(), "", &self.fd, temp.as_str(), AtFlags::EMPTY_PATH)
-                }
-                err => Err(err),
-            });
-            match linked {
-                Ok(()) => return self.rename_into_place(&temp, names).map(|()| true),
-                Err(Errno::EXIST) => {}
-                Err(_) => return Ok(false),
-            }
+        // a temporary name first, then rename that.
+        match safe_fs::link_unnamed(fd.as_fd(), self.fd.as_fd(), &mut || {
+            names.temporary().into()
+        }) {
+            Ok(temp) => self
+                .rename_into_place(&temp.to_string_lossy(), names)
+                .map(|()| true),
+            Err(_) => Ok(false),
         }
-        Ok(false)
     }
 
     /// Write through a named temporary file, removed on failure.
     fn write_named(&self, names: &Names, text: &[u8]) -> Result<()> {
-        let mut attempts = 0;
-        let (fd, temp) = loop {
-            let temp = names.temporary();
-            match rustix::fs::openat(
-                &self.fd,
-                temp.as_str(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            ) {
-                Ok(fd) => break (fd, temp),
-                Err(Errno::EXIST) if attempts < 8 => attempts += 1,
-                Err(err) => {
-                    return Err(err).with_context(|| {
-                        format!("creating a temporary file in {}", self.dir.display())
-                    });
-                }
-            }
-        };
+        let (fd, temp) =
+            safe_fs::create_exclusive(self.fd.as_fd(), &mut || names.temporary().into(), 0o600)
+                .with_context(|| format!("creating a temporary file in {}", self.dir.display()))?;
+        let temp = temp.to_string_lossy().into_owned();
         if let Err(err) = Self::fill(&fd, text) {
             let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
             return Err(err);
