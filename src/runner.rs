@@ -136,6 +136,7 @@ pub(crate) fn run(
         detail,
         timed_out: last_ending.as_ref().is_some_and(|e: &Ending| e.timed_out),
         signal: last_ending.as_ref().and_then(Ending::signal),
+        until_failure: config.hooks.until_failure,
     });
     Ok(RunSummary {
         status,
@@ -400,8 +401,14 @@ impl<'a> Run<'a> {
             kill_after: config.kill_after,
         };
         let ran = hook::run(hook, &mut signals.events);
-        report_hook("on-retry", command, &ran, reporter, "retrying anyway");
-        decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now())
+        let ends = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
+        let then = if ends.is_some() {
+            "no retry follows: the run ends"
+        } else {
+            "retrying anyway"
+        };
+        report_hook("on-retry", command, &ran, reporter, then);
+        ends
     }
 
     /// `--on-give-up`, once the run has failed (not under `--until-failure`,

@@ -78,6 +78,8 @@ pub(crate) struct Budget {
     store: Box<dyn Store>,
     settings: BudgetSettings,
     explicit: bool,
+    /// The stored settings differ from those given: said once a run.
+    mismatch_said: std::cell::Cell<bool>,
 }
 
 /// What a retry got from the budget.
@@ -124,6 +126,7 @@ impl Budget {
             store,
             settings: config.settings,
             explicit: config.explicit,
+            mismatch_said: std::cell::Cell::new(false),
         })
     }
 
@@ -144,7 +147,7 @@ impl Budget {
             result = Some(change(bucket));
         })?;
         let mut warnings: Vec<String> = updated.warning.into_iter().collect();
-        if let Some(stored) = mismatch {
+        if let Some(stored) = mismatch.filter(|_| !self.mismatch_said.replace(true)) {
             warnings.push(format!(
                 "retry budget {} was created with {}; using those, not {} (--budget-reset changes them)",
                 self.name,
