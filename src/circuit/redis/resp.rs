@@ -63,6 +63,14 @@ impl Deadline {
             }
         }
     }
+
+    /// `pause`, cut short so that it ends by the deadline at the latest.
+    pub(super) fn clamp(&self, pause: Duration) -> Duration {
+        match self.end {
+            None => pause,
+            Some(end) => pause.min(end.saturating_duration_since(Instant::now())),
+        }
+    }
 }
 
 /// What went wrong in an exchange.
@@ -536,6 +544,21 @@ mod tests {
             .get_connection_info()
             .clone();
         (info, server)
+    }
+
+    #[test]
+    fn a_pause_never_outlasts_the_deadline() {
+        let second = Duration::from_secs(1);
+        let deadline = Deadline::new(Duration::from_millis(100));
+        assert!(deadline.clamp(second) <= Duration::from_millis(100));
+        assert_eq!(deadline.clamp(Duration::ZERO), Duration::ZERO);
+        let spent = Deadline::new(Duration::ZERO);
+        assert_eq!(spent.clamp(second), Duration::ZERO);
+        let unlimited = Deadline {
+            started: Instant::now(),
+            end: None,
+        };
+        assert_eq!(unlimited.clamp(second), second);
     }
 
     fn one_reply(reply: &'static [u8]) -> Result<Reply, Trouble> {
