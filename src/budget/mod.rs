@@ -27,6 +27,10 @@ pub(crate) const BUDGET: Kind = Kind {
     key_prefix: "retry:budget:",
     noun: "retry budget",
     fallback: "starting it afresh, full",
+    // Every run writes it, often all at once: not synced to disk (a power
+    // cut can lose the last writes, or leave a record that reads as
+    // corrupt: then it starts afresh, with a warning).
+    durable: false,
 };
 
 /// The defaults, and why: 0.2 as Finagle's and Linkerd's retry budgets
