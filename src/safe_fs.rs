@@ -196,9 +196,13 @@ impl PrivateDir {
 
 impl Drop for PrivateDir {
     fn drop(&mut self) {
-        // Does not follow symlinks: a child that replaced the directory
-        // with a link loses the link, nothing else.
-        let _ = std::fs::remove_dir_all(&self.0);
+        // Usually empty by now (the hint file is removed after each
+        // attempt): one rmdir. Otherwise the walk, which does not follow
+        // symlinks: a child that replaced the directory with a link loses
+        // the link, nothing else (rmdir refuses a link: ENOTDIR).
+        if std::fs::remove_dir(&self.0).is_err() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
