@@ -10,8 +10,8 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use rand::RngExt;
-use rand::rngs::SmallRng;
+use rand::rngs::{SmallRng, SysRng};
+use rand::{RngExt, SeedableRng};
 
 use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
 use crate::backoff::{Backoff, Sleep};
@@ -24,7 +24,7 @@ use crate::exit::ExitStatus;
 use crate::fd::own_fd;
 use crate::hint::{self, Hint, HintFile};
 use crate::output::ScanResult;
-use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord};
+use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord, Verbosity};
 use crate::signals::{self, SignalEvents};
 use crate::stdin::StdinSource;
 use crate::text::{escape_controls, sanitize_line};
@@ -67,8 +67,15 @@ struct Judged {
 
 /// A new run's random id: 128 bits, as 32 hex digits.
 pub(crate) fn new_run_id() -> String {
-    let mut rng: SmallRng = rand::make_rng();
-    format!("{:032x}", rng.random::<u128>())
+    format!("{:032x}", seeded_rng().random::<u128>())
+}
+
+/// A generator seeded straight from the kernel (getrandom), not through
+/// rand's thread-local generator (a `ChaCha12`), whose set-up (CPU feature
+/// detection, a first block) costs a short run of retry more than all
+/// its draws do (BENCHMARKS.md).
+fn seeded_rng() -> SmallRng {
+    SmallRng::try_from_rng(&mut SysRng).expect("getrandom failed")
 }
 
 pub(crate) fn run(
@@ -78,7 +85,10 @@ pub(crate) fn run(
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id)?;
-    reporter.policy(&crate::explain::policy_line(config));
+    // Words only `-v` shows: not formatted for nothing on every run.
+    if config.report.verbosity == Verbosity::Verbose {
+        reporter.policy(&crate::explain::policy_line(config));
+    }
     for warning in &config.warnings {
         reporter.warning("policy", warning);
     }
@@ -120,7 +130,7 @@ pub(crate) fn run(
 impl<'a> Run<'a> {
     fn set_up(config: &'a Config, run_id: &str) -> Result<Run<'a>> {
         let started = Instant::now();
-        let rng: SmallRng = rand::make_rng();
+        let rng = seeded_rng();
         // `-o` holds stdout apart too; with both flags, FILE gets it.
         let held = match &config.output {
             Some(path) => Some(HeldStdout::output(path)?),

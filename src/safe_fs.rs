@@ -19,6 +19,8 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt}
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use rand::TryRng;
+use rand::rngs::SysRng;
 use rustix::fs::{Mode, OFlags};
 
 use crate::fd::own_fd;
@@ -207,7 +209,10 @@ impl Drop for PrivateDir {
 }
 
 fn random_name(prefix: &str) -> String {
-    format!("{prefix}{:016x}", rand::random::<u64>())
+    // From the kernel directly: rand's thread-local generator would be set
+    // up for this one draw on every run (BENCHMARKS.md).
+    let random = SysRng.try_next_u64().unwrap_or_else(|_| rand::random());
+    format!("{prefix}{random:016x}")
 }
 
 /// `$TMPDIR` made absolute (a relative one against the current directory,
