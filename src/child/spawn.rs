@@ -36,8 +36,8 @@ use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use rustix::process::{Pid, WaitOptions};
 
@@ -135,35 +135,51 @@ pub(super) fn candidates(program: &OsStr, path: Option<&OsStr>) -> Vec<Vec<u8>> 
         .collect()
 }
 
+/// Retry's own environment as `KEY=VALUE` C strings, with their keys, read
+/// at the first spawn: retry never changes its environment (it sets no
+/// variable), so every spawn shares them instead of copying them again.
+fn inherited_env() -> &'static [(OsString, CString)] {
+    static INHERITED: OnceLock<Vec<(OsString, CString)>> = OnceLock::new();
+    INHERITED.get_or_init(|| {
+        std::env::vars_os()
+            .filter_map(|(key, value)| {
+                let entry = env_entry(key.as_bytes(), value.as_bytes()).ok()?;
+                Some((key, entry))
+            })
+            .collect()
+    })
+}
+
 impl Prepared {
     fn new(request: &Request<'_>) -> io::Result<Prepared> {
         let candidates = candidates(request.program, request.path)
             .into_iter()
             .map(|c| c_string(&c))
             .collect::<io::Result<Vec<_>>>()?;
-        let mut strings = Vec::with_capacity(request.args.len() + 48);
+        let mut strings = Vec::with_capacity(request.args.len() + 2 + request.env.len());
         strings.push(c_string(b"/bin/sh")?);
         strings.push(c_string(request.program.as_bytes())?);
         for arg in request.args {
             strings.push(c_string(arg.as_bytes())?);
         }
         let arg_count = strings.len();
-        for (key, value) in std::env::vars_os() {
-            if request.env.iter().any(|(k, _)| OsStr::new(k) == key) {
-                continue;
-            }
-            strings.push(env_entry(key.as_bytes(), value.as_bytes())?);
-        }
         for (key, value) in request.env {
             strings.push(env_entry(key.as_bytes(), value.as_bytes())?);
         }
         // A CString's bytes stay where they are when the Vec holding it
-        // moves: these pointers stay valid as long as `strings` lives.
+        // moves: these pointers stay valid as long as `strings` lives (and
+        // the inherited ones for good).
         let mut argv: Vec<*const libc::c_char> =
             strings[..arg_count].iter().map(|s| s.as_ptr()).collect();
         argv.push(std::ptr::null());
-        let mut envp: Vec<*const libc::c_char> =
-            strings[arg_count..].iter().map(|s| s.as_ptr()).collect();
+        let inherited = inherited_env();
+        let mut envp = Vec::with_capacity(inherited.len() + request.env.len() + 1);
+        for (key, entry) in inherited {
+            if !request.env.iter().any(|(k, _)| OsStr::new(k) == key) {
+                envp.push(entry.as_ptr());
+            }
+        }
+        envp.extend(strings[arg_count..].iter().map(|s| s.as_ptr()));
         envp.push(std::ptr::null());
         Ok(Prepared {
             candidates,
