@@ -73,7 +73,8 @@ pub(super) struct Request<'a> {
 }
 
 /// Everything the child reads, made by the parent before the clone. The
-/// pointers point into `_strings`, `_argv` and `_envp`, owned alongside.
+/// pointers point into `_strings`, owned alongside, and into the inherited
+/// environment (`inherited_env`), which lives as long as retry.
 struct Prepared {
     /// The paths to try, in the order of the PATH search.
     candidates: Vec<CString>,
@@ -411,7 +412,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 libc::EACCES => denied = true,
                 libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
                 libc::ENOEXEC => {
-                    // A script without `#!`: `/bin/sh SCRIPT ARGS...`.
+                    // A script without `#!`: `/bin/sh SCRIPT ARGS...`
+                    // (slot 0 holds "/bin/sh").
                     *args.argv.add(1) = candidate.as_ptr();
                     libc::execve(
                         args.argv.cast_const().read(),
