@@ -5,6 +5,8 @@
     python3 benches/run.py --quick    # smaller data and fewer runs, for a try-out
     python3 benches/run.py --only one,attempts   # some sections; prints only
     python3 benches/run.py --only peers          # retry against its peers
+    python3 benches/run.py --only peers --compare before=/tmp/retry-old
+                                                 # ... and another build, paired
     python3 benches/run.py --only scan,patterns --binary /tmp/old-retry
                                       # measure another build (no cargo build)
     python3 benches/run.py --only budget,fleet   # the retry budget's sections;
@@ -51,8 +53,9 @@ GIB = 1 << 30
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("RETRY_")}
 
 
-def spawn(argv, stdin=None, stdout=None, stderr=None):
-    """Run argv; return (seconds, peak RSS in KiB, exit status). The RSS is
+def spawn(argv, stdin=None, stdout=None, stderr=None, env=None, cpu=False):
+    """Run argv; return (seconds, peak RSS in KiB, exit status), and with
+    `cpu` also the CPU seconds (user + system) of the whole tree. The RSS is
     wait4's, which on Linux also counts the spawning process's own memory
     (the child starts as a copy of it): see peak_rss for a clean figure."""
     actions = [
@@ -62,21 +65,22 @@ def spawn(argv, stdin=None, stdout=None, stderr=None):
     ]
     path = shutil.which(argv[0]) or argv[0]
     start = time.monotonic()
-    pid = os.posix_spawn(path, argv, ENV, file_actions=actions)
+    pid = os.posix_spawn(path, argv, env or ENV, file_actions=actions)
     _, status, usage = os.wait4(pid, 0)
-    return time.monotonic() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+    result = (time.monotonic() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+    return (*result, usage.ru_utime + usage.ru_stime) if cpu else result
 
 
 def sh(script):
     return ["/bin/sh", "-c", script]
 
 
-def peak_rss(argv):
+def peak_rss(argv, env=None):
     """Peak RSS in KiB of the largest process of argv's tree, measured by GNU
     time (a small C program, so what the child inherits before exec is
     small too; a Python parent's 15 MiB would swamp the figure)."""
     with tempfile.NamedTemporaryFile(mode="r") as report:
-        subprocess.run(["/usr/bin/time", "-o", report.name, "-f", "%M", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+        subprocess.run(["/usr/bin/time", "-o", report.name, "-f", "%M", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or ENV)
         return int(report.read().strip().splitlines()[-1])
 
 
@@ -266,79 +270,144 @@ def check_attempts(argv_for, n):
 
 
 def rounds(variants, runs):
-    """Median wall time of each variant over `runs` rounds; each round runs
-    every variant once, starting one further along the list each time."""
+    """Each variant (argv, or (argv, env)) run `runs` times, in rounds: each
+    round runs every variant once, starting one further along the list each
+    time. Returns {name: [(wall seconds, CPU seconds of the tree)] by round},
+    so that figures can be compared round by round (paired)."""
     names = list(variants)
-    walls = {name: [] for name in names}
+    samples = {name: [] for name in names}
     for r in range(runs):
         k = r % len(names)
         for name in names[k:] + names[:k]:
-            wall, _, _ = spawn(variants[name])
-            walls[name].append(wall)
-    return {name: statistics.median(times) for name, times in walls.items()}
+            argv, env = variants[name] if isinstance(variants[name], tuple) else (variants[name], None)
+            wall, _, _, cpu = spawn(argv, env=env, cpu=True)
+            samples[name].append((wall, cpu))
+    return samples
 
 
-def bench_peers(report, runs, attempts=50):
+class Paired:
+    """Figures of `rounds`, against the baseline measured in the same rounds."""
+
+    def __init__(self, samples, baseline):
+        self.samples, self.baseline = samples, baseline
+
+    def wall(self, name):
+        return statistics.median(w for w, _ in self.samples[name])
+
+    def cpu(self, name):
+        return statistics.median(c for _, c in self.samples[name])
+
+    def ratio(self, name):
+        """Median and quartiles of the round-by-round wall ratio to the baseline."""
+        ratios = sorted(w / b for (w, _), (b, _) in zip(self.samples[name], self.samples[self.baseline]))
+        q1, _, q3 = statistics.quantiles(ratios, n=4)
+        return statistics.median(ratios), q1, q3
+
+    def ratio_text(self, name):
+        median, q1, q3 = self.ratio(name)
+        return f"{median:.2f}x ({q1:.2f}-{q3:.2f})"
+
+    def cpu_ratio(self, name):
+        return f"{self.cpu(name) / self.cpu(self.baseline):.2f}x"
+
+
+def tmpfs_dir():
+    """A tmpfs to put TMPDIR on for the variant that shows what the run's
+    hint directory costs on a disk /tmp; None if there is none."""
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                fields = line.split()
+                if fields[1] == "/dev/shm" and fields[2] == "tmpfs" and os.access("/dev/shm", os.W_OK):
+                    return "/dev/shm"
+    except OSError:
+        pass
+    return None
+
+
+def bench_peers(report, runs, attempts=50, compare=()):
     peers, skipped = install_peers()
-    tools = {"retry": (RETRY, "this build")}
-    tools.update(sorted(peers.items()))
+    # Display name -> (syntax, binary, version, environment).
+    tools = {"retry": ("retry", RETRY, "this build", None)}
+    for label, path in compare:
+        tools[f"retry ({label})"] = ("retry", path, label, None)
+    tmpfs = tmpfs_dir()
+    if tmpfs:
+        tools[f"retry, TMPDIR={tmpfs}"] = ("retry", RETRY, "this build", {**ENV, "TMPDIR": tmpfs})
+    tools.update((name, (name, binary, version, None)) for name, (binary, version) in sorted(peers.items()))
     notes = []
     for name, why in skipped.items():
         notes.append(f"- {name}: not measured ({why})")
     one, failing, versions = {}, {}, {}
-    for name, (binary, version) in tools.items():
-        argv_for = lambda n, cmd, name=name, binary=binary: PEER_SYNTAX[name](binary, n, cmd)
+    for name, (syntax, binary, version, env) in tools.items():
+        argv_for = lambda n, cmd, syntax=syntax, binary=binary: PEER_SYNTAX[syntax](binary, n, cmd)
         versions[name] = version
-        _, _, status = spawn(argv_for(5, "/bin/true"))
+        _, _, status = spawn(argv_for(5, "/bin/true"), env=env)
         if status != 0:
             notes.append(f"- {name}: not measured (`{' '.join(argv_for(5, '/bin/true'))}` exited {status})")
             continue
-        one[name] = argv_for(5, "/bin/true")
-        if name in NO_ZERO_DELAY:
-            notes.append(f"- {name}: no row for failing attempts ({NO_ZERO_DELAY[name]})")
+        one[name] = (argv_for(5, "/bin/true"), env)
+        if syntax in NO_ZERO_DELAY:
+            notes.append(f"- {name}: no row for failing attempts ({NO_ZERO_DELAY[syntax]})")
             continue
         made = check_attempts(argv_for, attempts)
         if made != attempts:
             notes.append(f"- {name}: no row for failing attempts (made {made} attempts, not {attempts})")
             continue
-        failing[name] = argv_for(attempts, "/bin/false")
+        failing[name] = (argv_for(attempts, "/bin/false"), env)
 
-    def shown(argv):
-        words = [os.path.basename(argv[0]) if argv[0].startswith(ROOT) else argv[0], *argv[1:]]
-        return "`" + " ".join(words) + "`"
+    def shown(variant):
+        argv, env = variant
+        words = [os.path.basename(argv[0]) if argv[0].startswith(ROOT) or argv[0].startswith("/") else argv[0], *argv[1:]]
+        prefix = "".join(f"{k}={v} " for k, v in (env or {}).items() if ENV.get(k) != v)
+        return "`" + prefix + " ".join(words) + "`"
+
+    def tool(name):
+        return f"**{name}**" if name == "retry" else name
 
     baseline = "timeout 10 /bin/true"
-    walls = rounds({baseline: ["timeout", "10", "/bin/true"], "retry --version": [RETRY, "--version"], **one}, runs)
-    rss = {name: max(peak_rss(argv) for _ in range(3)) for name, argv in one.items()}
+    samples = rounds({baseline: ["timeout", "10", "/bin/true"], "retry --version": [RETRY, "--version"], **one}, runs)
+    one_run = Paired(samples, baseline)
+    rss = {name: max(peak_rss(*variant) for _ in range(3)) for name, variant in one.items()}
     rss[baseline] = max(peak_rss(["timeout", "10", "/bin/true"]) for _ in range(3))
     rows = [
-        "| one successful attempt | version | command | median wall | / timeout | peak RSS |",
-        "|---|---|---|---:|---:|---:|",
-        f"| coreutils timeout | | `{baseline}` | {ms(walls[baseline])} | 1.00x | {mib(rss[baseline])} |",
-        f"| retry, start-up only | {versions['retry']} | `retry --version` | {ms(walls['retry --version'])} | {walls['retry --version'] / walls[baseline]:.2f}x | |",
+        "| one successful attempt | version | command | median wall | / timeout (p25-p75) | CPU | / timeout | peak RSS |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+        f"| coreutils timeout | | `{baseline}` | {ms(one_run.wall(baseline))} | 1.00x | {ms(one_run.cpu(baseline))} | 1.00x | {mib(rss[baseline])} |",
+        f"| retry, start-up only | {versions['retry']} | `retry --version` | {ms(one_run.wall('retry --version'))} | {one_run.ratio_text('retry --version')} | {ms(one_run.cpu('retry --version'))} | {one_run.cpu_ratio('retry --version')} | |",
     ]
-    for name in sorted(one, key=walls.get):
-        tool = f"**{name}**" if name == "retry" else name
-        rows.append(f"| {tool} | {versions[name]} | {shown(one[name])} | {ms(walls[name])} | {walls[name] / walls[baseline]:.2f}x | {mib(rss[name])} |")
+    for name in sorted(one, key=lambda n: one_run.ratio(n)[0]):
+        rows.append(
+            f"| {tool(name)} | {versions[name]} | {shown(one[name])} | {ms(one_run.wall(name))} | {one_run.ratio_text(name)} "
+            f"| {ms(one_run.cpu(name))} | {one_run.cpu_ratio(name)} | {mib(rss[name])} |"
+        )
 
     loop = f"for i in $(seq {attempts}); do /bin/false && break; done"
-    walls = rounds({"shell loop": sh(loop), **failing}, runs)
+    samples = rounds({"shell loop": sh(loop), **failing}, runs)
+    loop_runs = Paired(samples, "shell loop")
     rows += [
         "",
-        f"| {attempts} failing attempts, no delay | command | median wall | per attempt | / shell loop |",
-        "|---|---|---:|---:|---:|",
-        f"| shell loop | `sh -c '{loop}'` | {ms(walls['shell loop'])} | {walls['shell loop'] / attempts * 1e6:.0f} us | 1.00x |",
+        f"| {attempts} failing attempts, no delay | command | median wall | per attempt | / shell loop (p25-p75) | CPU | / shell loop |",
+        "|---|---|---:|---:|---:|---:|---:|",
+        f"| shell loop | `sh -c '{loop}'` | {ms(loop_runs.wall('shell loop'))} | {loop_runs.wall('shell loop') / attempts * 1e6:.0f} us | 1.00x "
+        f"| {ms(loop_runs.cpu('shell loop'))} | 1.00x |",
     ]
-    for name in sorted(failing, key=walls.get):
-        tool = f"**{name}**" if name == "retry" else name
-        rows.append(f"| {tool} | {shown(failing[name])} | {ms(walls[name])} | {walls[name] / attempts * 1e6:.0f} us | {walls[name] / walls['shell loop']:.2f}x |")
+    for name in sorted(failing, key=lambda n: loop_runs.ratio(n)[0]):
+        rows.append(
+            f"| {tool(name)} | {shown(failing[name])} | {ms(loop_runs.wall(name))} | {loop_runs.wall(name) / attempts * 1e6:.0f} us "
+            f"| {loop_runs.ratio_text(name)} | {ms(loop_runs.cpu(name))} | {loop_runs.cpu_ratio(name)} |"
+        )
     rows += [
         "",
         *notes,
-        f"- median of {runs} rounds per table; each round runs every command once, in an order rotated by one each round; output to /dev/null, each tool at its default verbosity",
+        f"- {runs} rounds per table; each round runs every command once, in an order rotated by one each round; output to /dev/null, each tool at its default verbosity",
+        "- wall: median over the rounds; ratio: the median of the round-by-round ratios to the baseline of the same round, with their quartiles (p25-p75) for the spread",
+        "- CPU: user + system time of the whole process tree (wait4), median; it does not count waiting (for the disk, for a core another process holds), so it moves less on a busy machine",
         "- peak RSS: the largest of three runs under GNU time (`/usr/bin/time -f %M`)",
         "- peers installed by `benches/run.py` under target/peers (`cargo install --locked --root`; `apt-get download retry` and `dpkg-deb -x`), nothing on the system",
     ]
+    if tmpfs:
+        rows.append(f"- `TMPDIR={tmpfs}`: retry makes a private directory for the hint file in `$TMPDIR` at every run (a peer has no hint file); this row shows the run with that directory on a tmpfs")
     report.add("Side by side with the peers", "\n".join(rows))
 
 
@@ -909,8 +978,17 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default=",".join(GROUPS))
     parser.add_argument("--binary", help="measure this retry binary instead of building target/release/retry; prints only")
+    parser.add_argument("--runs", type=int, help="rounds of the peer tables (default 60, 15 with --quick)")
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also measure another build of retry in the peer tables, in the same rounds (say, the one before a change)",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
+    compare = [tuple(spec.split("=", 1)) for spec in args.compare]
     if args.binary:
         global RETRY
         RETRY = os.path.abspath(args.binary)
@@ -925,7 +1003,7 @@ def main():
     if "attempts" in only:
         bench_attempts(report, runs)
     if "peers" in only:
-        bench_peers(report, 15 if args.quick else 60)
+        bench_peers(report, args.runs or (15 if args.quick else 60), compare=compare)
     if only & {"scan", "replay"}:
         with tempfile.TemporaryDirectory(prefix="retry-bench-") as directory:
             data = make_data(directory, size)
@@ -947,7 +1025,7 @@ def main():
         bench_budget(budget_report, 3 if args.quick else 5)
     if "fleet" in only:
         bench_fleet(budget_report, 1 if args.quick else 3)
-    if args.quick or args.binary:
+    if args.quick or args.binary or compare or args.runs:
         return
     path = os.path.join(ROOT, "BENCHMARKS.md")
     with open(path) as f:

@@ -33,7 +33,9 @@ impl Policy {
         if self.delay.is_zero() {
             return Duration::ZERO;
         }
-        let growth = self.multiplier.powf(n as f64);
+        // libm's pow, not f64::powf: the C library's would make every start
+        // of retry load libm.so for this one function (BENCHMARKS.md).
+        let growth = libm::pow(self.multiplier, n as f64);
         let nanos = self.delay.as_nanos() as f64 * growth;
         // Infinity (and NaN, which cannot happen) go to the cap.
         if nanos.is_nan() || nanos >= self.cap.as_nanos() as f64 {

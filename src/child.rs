@@ -13,17 +13,17 @@
 //! Ctrl-C and Ctrl-Z reach it and us at once (so we do not forward a signal
 //! the terminal already delivered to it).
 
+mod spawn;
+
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
 
 use crate::exit::ExitStatus;
-use crate::signals::{Event, Events, Inherited, TERMINATING};
+use crate::signals::{Event, Events, Inherited};
 
 /// How the child process itself ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,22 +147,13 @@ pub(crate) fn signal_name(signal: i32) -> String {
     name.to_string()
 }
 
-/// A standard descriptor for the child. Kept as data (not `Stdio`) so that a
-/// second spawn, the `/bin/sh` fallback, can wire the same descriptors.
+/// A standard descriptor for the child. Kept as data: the child is handed
+/// raw descriptor numbers (see `spawn`), and `Null` opens `/dev/null` only
+/// for a spawn that needs it.
 pub(crate) enum ChildIo {
     Inherit,
     Null,
     Fd(OwnedFd),
-}
-
-impl ChildIo {
-    fn to_stdio(&self) -> std::io::Result<Stdio> {
-        Ok(match self {
-            ChildIo::Inherit => Stdio::inherit(),
-            ChildIo::Null => Stdio::null(),
-            ChildIo::Fd(fd) => Stdio::from(fd.try_clone()?),
-        })
-    }
 }
 
 pub(crate) struct Launch<'a> {
@@ -175,100 +166,59 @@ pub(crate) struct Launch<'a> {
     pub(crate) stderr: ChildIo,
 }
 
-/// A started attempt.
+/// A started attempt: its pid, ours to signal until reaped.
 pub(crate) struct Running {
-    child: Child,
     pid: Pid,
     own_group: bool,
+    reaped: bool,
 }
 
+/// Start the command (see `spawn` for how): a script without `#!` runs
+/// under `/bin/sh`, as with execvp (and so timeout, env, xargs).
 pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
-    let first = spawn_program(launch, &launch.argv[0], &launch.argv[1..]);
-    let child = match first {
-        Err(err) if err.raw_os_error() == Some(libc::ENOEXEC) => {
-            // A script without `#!`: execvp (and so timeout, env, xargs)
-            // hands it to /bin/sh. Rust's Command does not; we do.
-            let Some(script) = resolve(&launch.argv[0]) else {
-                return Err(not_started(&launch.argv[0], &err));
-            };
-            let mut args = vec![script.into_os_string()];
-            args.extend_from_slice(&launch.argv[1..]);
-            spawn_program(launch, std::ffi::OsStr::new("/bin/sh"), &args)
-                .map_err(|err| not_started(&launch.argv[0], &err))?
-        }
-        Err(err) => return Err(not_started(&launch.argv[0], &err)),
-        Ok(child) => child,
-    };
-    let pid = Pid::from_child(&child);
-    Ok(Running {
-        child,
-        pid,
-        own_group: launch.own_group,
-    })
+    let program = launch.argv[0].as_os_str();
+    let started = open_null(launch).and_then(|null| {
+        let raw = |io: &ChildIo| match io {
+            ChildIo::Inherit => None,
+            ChildIo::Null => null.as_ref().map(AsRawFd::as_raw_fd),
+            ChildIo::Fd(fd) => Some(fd.as_raw_fd()),
+        };
+        let path = std::env::var_os("PATH");
+        spawn::start(&spawn::Request {
+            program,
+            args: &launch.argv[1..],
+            env: &launch.env,
+            path: path.as_deref(),
+            stdio: [raw(&launch.stdin), raw(&launch.stdout), raw(&launch.stderr)],
+            own_group: launch.own_group,
+            reset_ttin: !launch.inherited.ignores_ttin,
+            reset_ttou: !launch.inherited.ignores_ttou,
+        })
+    });
+    match started {
+        Ok(pid) => Ok(Running {
+            pid,
+            own_group: launch.own_group,
+            reaped: false,
+        }),
+        Err(err) => Err(not_started(program, &err)),
+    }
 }
 
-fn spawn_program(
-    launch: &Launch<'_>,
-    program: &std::ffi::OsStr,
-    args: &[OsString],
-) -> std::io::Result<Child> {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(launch.stdin.to_stdio()?)
-        .stdout(launch.stdout.to_stdio()?)
-        .stderr(launch.stderr.to_stdio()?);
-    if launch.own_group {
-        command.process_group(0);
+/// `/dev/null`, when one of the child's descriptors is to be it.
+fn open_null(launch: &Launch<'_>) -> std::io::Result<Option<OwnedFd>> {
+    let wanted = [&launch.stdin, &launch.stdout, &launch.stderr]
+        .into_iter()
+        .any(|io| matches!(io, ChildIo::Null));
+    if !wanted {
+        return Ok(None);
     }
-    let inherited = launch.inherited;
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec only async-signal-safe calls are made:
-    // signal, prctl, getppid, _exit.
-    unsafe {
-        command.pre_exec(move || {
-            // Our own handlers must not run in the child before exec, and
-            // what we ignore for ourselves (TTIN/TTOU) the child must not
-            // inherit, unless the caller ignored it already.
-            for signal in TERMINATING {
-                if libc::signal(signal, libc::SIG_DFL) == libc::SIG_IGN {
-                    libc::signal(signal, libc::SIG_IGN);
-                }
-            }
-            if !inherited.ignores_ttin {
-                libc::signal(libc::SIGTTIN, libc::SIG_DFL);
-            }
-            if !inherited.ignores_ttou {
-                libc::signal(libc::SIGTTOU, libc::SIG_DFL);
-            }
-            // If retry dies, even of SIGKILL, the attempt dies with it.
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-            if libc::getppid() != parent {
-                libc::_exit(125);
-            }
-            Ok(())
-        });
-    }
-    command.spawn()
-}
-
-/// Where execvp would have found `program`.
-fn resolve(program: &std::ffi::OsStr) -> Option<PathBuf> {
-    let path = Path::new(program);
-    if program.as_encoded_bytes().contains(&b'/') {
-        return Some(path.to_path_buf());
-    }
-    let search = std::env::var_os("PATH")?;
-    std::env::split_paths(&search)
-        .map(|dir| dir.join(program))
-        .find(|candidate| rustix::fs::access(candidate, rustix::fs::Access::EXEC_OK).is_ok())
+    let null = rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    Ok(Some(null))
 }
 
 fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
@@ -399,7 +349,7 @@ impl Running {
             let _ = rustix::process::kill_process_group(self.pid, Signal::TERM);
             let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
         }
-        let _ = self.child.wait();
+        self.reap();
         if clean {
             interrupted = interrupted.or(self.end_leftovers(events, kill_after));
         }
@@ -453,8 +403,7 @@ impl Running {
 
 /// Reap the exited members of group `group` that are our children.
 fn reap_group(group: Pid) {
-    while let Ok(Some(_)) = rustix::process::waitpgid(group, rustix::process::WaitOptions::NOHANG) {
-    }
+    while let Ok(Some(_)) = rustix::process::waitpgid(group, WaitOptions::NOHANG) {}
 }
 
 /// Become a child subreaper: what an attempt leaves behind when its parent
@@ -468,13 +417,24 @@ pub(crate) fn adopt_orphans() {
 /// Reap any adopted orphan that has exited (one that escaped its group with
 /// `setsid`, say). Only called between attempts, when no attempt is unreaped.
 pub(crate) fn reap_orphans() {
-    while let Ok(Some(_)) = rustix::process::wait(rustix::process::WaitOptions::NOHANG) {}
+    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
+}
+
+impl Running {
+    /// Wait for the child's exit and collect it; once.
+    fn reap(&mut self) {
+        while !self.reaped {
+            match rustix::process::waitpid(Some(self.pid), WaitOptions::empty()) {
+                Err(rustix::io::Errno::INTR) => {}
+                _ => self.reaped = true,
+            }
+        }
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        // Reaping (idempotent once reaped) keeps no zombie behind whatever
-        // path dropped us.
-        let _ = self.child.wait();
+        // Reaping keeps no zombie behind whatever path dropped us.
+        self.reap();
     }
 }

@@ -54,7 +54,10 @@ impl HintFile {
     /// for reading, so nothing blocks), is an error message, of one line.
     pub(crate) fn take(&self) -> Result<Option<Hint>, String> {
         let read = safe_fs::read_small_regular(&self.path, MAX_HINT_BYTES);
-        self.remove();
+        // Nothing there (most attempts): nothing to remove either.
+        if !matches!(read, Ok(None)) {
+            self.remove();
+        }
         match read {
             Ok(None) => Ok(None),
             Ok(Some(bytes)) => parse_hint(&String::from_utf8_lossy(&bytes)),

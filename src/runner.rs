@@ -12,8 +12,8 @@ use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use rand::RngExt;
-use rand::rngs::SmallRng;
+use rand::rngs::{SmallRng, SysRng};
+use rand::{RngExt, SeedableRng};
 
 use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
 use crate::backoff::{Backoff, Sleep};
@@ -29,7 +29,7 @@ use crate::hint::{self, Hint, HintFile};
 use crate::hook::{self, Hook, HookRun};
 use crate::output::ScanResult;
 use crate::presets::advice::Advice;
-use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord};
+use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord, Verbosity};
 use crate::signals::{self, SignalEvents};
 use crate::stdin::StdinSource;
 use crate::text::{escape_controls, sanitize_line};
@@ -79,8 +79,15 @@ struct Judged {
 
 /// A new run's random id: 128 bits, as 32 hex digits.
 pub(crate) fn new_run_id() -> String {
-    let mut rng: SmallRng = rand::make_rng();
-    format!("{:032x}", rng.random::<u128>())
+    format!("{:032x}", seeded_rng().random::<u128>())
+}
+
+/// A generator seeded straight from the kernel (getrandom), not through
+/// rand's thread-local generator (a `ChaCha12`), whose set-up (CPU feature
+/// detection, a first block) costs a short run of retry more than all
+/// its draws do (BENCHMARKS.md).
+fn seeded_rng() -> SmallRng {
+    SmallRng::try_from_rng(&mut SysRng).expect("getrandom failed")
 }
 
 pub(crate) fn run(
@@ -91,14 +98,17 @@ pub(crate) fn run(
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id, budget)?;
-    reporter.policy(&crate::explain::policy_line(config));
-    for line in config
-        .rules
-        .sets
-        .iter()
-        .filter_map(|s| s.source.preset_line())
-    {
-        reporter.policy(&line);
+    // Words only `-v` shows: not formatted for nothing on every run.
+    if config.report.verbosity == Verbosity::Verbose {
+        reporter.policy(&crate::explain::policy_line(config));
+        for line in config
+            .rules
+            .sets
+            .iter()
+            .filter_map(|s| s.source.preset_line())
+        {
+            reporter.policy(&line);
+        }
     }
     for warning in &config.warnings {
         reporter.warning("policy", warning);
@@ -149,7 +159,7 @@ pub(crate) fn run(
 impl<'a> Run<'a> {
     fn set_up(config: &'a Config, run_id: &str, budget: Option<&'a Budget>) -> Result<Run<'a>> {
         let started = Instant::now();
-        let rng: SmallRng = rand::make_rng();
+        let rng = seeded_rng();
         // `-o` holds stdout apart too; with both flags, FILE gets it.
         let held = match &config.output {
             Some(path) => Some(HeldStdout::output(path)?),

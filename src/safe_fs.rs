@@ -24,6 +24,8 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt}
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use rand::TryRng;
+use rand::rngs::SysRng;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
@@ -202,14 +204,21 @@ impl PrivateDir {
 
 impl Drop for PrivateDir {
     fn drop(&mut self) {
-        // Does not follow symlinks: a child that replaced the directory
-        // with a link loses the link, nothing else.
-        let _ = std::fs::remove_dir_all(&self.0);
+        // Usually empty by now (the hint file is removed after each
+        // attempt): one rmdir. Otherwise the walk, which does not follow
+        // symlinks: a child that replaced the directory with a link loses
+        // the link, nothing else (rmdir refuses a link: ENOTDIR).
+        if std::fs::remove_dir(&self.0).is_err() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 }
 
 fn random_name(prefix: &str) -> String {
-    format!("{prefix}{:016x}", rand::random::<u64>())
+    // From the kernel directly: rand's thread-local generator would be set
+    // up for this one draw on every run (BENCHMARKS.md).
+    let random = SysRng.try_next_u64().unwrap_or_else(|_| rand::random());
+    format!("{prefix}{random:016x}")
 }
 
 /// `$TMPDIR` made absolute (a relative one against the current directory,
