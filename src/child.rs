@@ -222,7 +222,13 @@ fn open_null(launch: &Launch<'_>) -> std::io::Result<Option<OwnedFd>> {
 }
 
 fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
-    let name = program.to_string_lossy();
+    // The name as a message can show it: one line, control characters
+    // escaped, and an empty one visible.
+    let name = if program.is_empty() {
+        "'' (an empty command name)".to_string()
+    } else {
+        crate::text::sanitize_line(&program.to_string_lossy(), 200)
+    };
     let (status, message) = match err.raw_os_error() {
         Some(libc::ENOENT) => {
             let has_slash = name.contains('/');

@@ -389,3 +389,23 @@ fn a_timeout_says_the_status_it_exits_with() {
         assert!(!stderr.contains("killed by SIGTERM"), "{stderr}");
     }
 }
+
+#[test]
+fn an_empty_or_odd_command_name_is_shown_visibly_on_one_line() {
+    let out = retry().args(["-n", "1", "--", ""]).output().unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("'' (an empty command name): command not found"),
+        "{stderr}"
+    );
+    let out = retry()
+        .args(["-n", "1", "--", "a\nretry: forged"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("retry: forged")),
+        "{stderr}"
+    );
+}
