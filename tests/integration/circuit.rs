@@ -175,6 +175,9 @@ fn sigkill_in_the_middle_of_state_updates_never_leaves_a_torn_file() {
             ])
             .arg(dir.path())
             .args(["--", if i % 2 == 0 { "false" } else { "true" }])
+            // A run killed with SIGKILL leaves its private run directory:
+            // here, not in the machine's /tmp.
+            .env("TMPDIR", dir.path())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();

@@ -971,6 +971,8 @@ fn output_file_survives_sigkill_of_retry_mid_attempt_and_no_temporary_file_is_le
     let started = signals.path().join("started");
     let sleep = marker();
     let mut child = retry_std()
+        // The private run directory a SIGKILL leaves stays in scratch.
+        .env("TMPDIR", signals.path())
         .arg("-o")
         .arg(&out)
         .args(["--", "sh", "-c"])

@@ -118,6 +118,9 @@ fn the_attempt_limit_is_the_smaller_of_timeout_and_the_rest_of_max_time() {
 fn start_in_background(args: &[&str], dir: &std::path::Path) -> std::process::Child {
     retry_std()
         .args(args)
+        // What a run killed with SIGKILL leaves (its private run directory)
+        // stays in the test's scratch directory.
+        .env("TMPDIR", dir)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
