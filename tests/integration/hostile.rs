@@ -268,3 +268,208 @@ fn the_command_shown_under_verbose_has_its_control_characters_escaped() {
     );
     assert!(stderr.contains("x\\nretry: forged\\r\\e[1A"), "{stderr}");
 }
+
+// ---- The retry budget's store: its waits are the run's waits ----
+
+/// A state directory only we can use (the store refuses any other).
+fn private_state() -> tempfile::TempDir {
+    let dir = scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+/// A child body that takes budget `name`'s lock in `state` for `seconds`
+/// (util-linux `flock`, in a session of its own so the attempt's clean-up
+/// leaves it holding), waits until it holds it, then exits 3: the retry
+/// that follows has to wait for the store.
+fn hold_budget_lock_then_fail(state: &Path, name: &str, seconds: u32) -> String {
+    let lock = state.join(format!("budget@{name}.lock"));
+    let held = state.join("held");
+    format!(
+        "setsid flock '{lock}' sh -c 'touch {held}; sleep {seconds}' </dev/null >/dev/null 2>&1 & \
+         until [ -e '{held}' ]; do sleep 0.01; done; exit 3",
+        lock = lock.display(),
+        held = held.display()
+    )
+}
+
+fn flock_available() -> bool {
+    let found = std::process::Command::new("flock")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("skipped: no flock command (util-linux)");
+    }
+    found
+}
+
+#[test]
+fn a_held_budget_lock_never_holds_the_run_past_max_time() {
+    if !flock_available() {
+        return;
+    }
+    let state = private_state();
+    let body = hold_budget_lock_then_fail(state.path(), "api", 15);
+    let started = Instant::now();
+    let out = retry()
+        .args(["--budget", "api", "--state-timeout", "30s", "--state-dir"])
+        .arg(state.path())
+        .args([
+            "-t", "1500ms", "-n", "3", "-d", "0", "--", "sh", "-c", &body,
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: the wait for the lock lasted --state-timeout (30 s), and an
+    // attempt started past --max-time.
+    assert!(took < Duration::from_secs(6), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("--max-time ran out while asking retry budget api; exit 3"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("attempt 2"), "{stderr}");
+}
+
+#[test]
+fn a_signal_during_the_wait_for_a_budget_lock_ends_the_run_at_once() {
+    if !flock_available() {
+        return;
+    }
+    let state = private_state();
+    let body = hold_budget_lock_then_fail(state.path(), "api", 15);
+    let child = retry_std()
+        .args(["--budget", "api", "--state-timeout", "30s", "--state-dir"])
+        .arg(state.path())
+        .args(["-n", "3", "-d", "0", "--", "sh", "-c", &body])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&state.path().join("held"), Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    send_signal(child.id(), "TERM");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: deaf to it until the lock's wait ran out (30 s here).
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?}: {stderr}",
+        signalled.elapsed()
+    );
+    assert_eq!(code_and_signal(out.status), (None, Some(15)), "{stderr}");
+    assert!(!stderr.contains("retrying as if"), "{stderr}");
+}
+
+/// A Redis stand-in on 127.0.0.1: the first `answered` connections get
+/// answers as a real server gives them to retry's transaction (an empty
+/// key, a write that succeeds); every later one is accepted and never
+/// answered. Returns the port.
+fn redis_that_stalls_after(answered: usize) -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (count, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            if count >= answered {
+                held.push(stream);
+                continue;
+            }
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let Some(count) = line.trim().strip_prefix('*') else {
+                        return;
+                    };
+                    let mut words = Vec::new();
+                    for _ in 0..count.parse::<usize>().unwrap() {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        let len: usize = line.trim()[1..].parse().unwrap();
+                        let mut word = vec![0; len + 2];
+                        reader.read_exact(&mut word).unwrap();
+                        words.push(String::from_utf8_lossy(&word[..len]).to_uppercase());
+                    }
+                    let reply: &[u8] = match words[0].as_str() {
+                        "EXISTS" => b":0\r\n",
+                        "GETRANGE" => b"$0\r\n\r\n",
+                        "SET" => b"+QUEUED\r\n",
+                        "EXEC" => b"*1\r\n+OK\r\n",
+                        _ => b"+OK\r\n",
+                    };
+                    if writer.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_silent_redis_never_holds_a_budgeted_run_past_max_time_or_a_signal() {
+    // The deposit is answered; the withdrawal before the retry never is.
+    let port = redis_that_stalls_after(1);
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let started = Instant::now();
+    let out = retry()
+        .args(["--budget", "api", "--state-url", &url])
+        .args([
+            "--state-timeout",
+            "30s",
+            "-t",
+            "1500ms",
+            "-n",
+            "3",
+            "-d",
+            "0",
+        ])
+        .args(["--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(6), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("--max-time ran out while asking retry budget api"),
+        "{stderr}"
+    );
+
+    let port = redis_that_stalls_after(1);
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let dir = scratch();
+    let failed = dir.path().join("failed");
+    let body = format!("touch '{}'; exit 3", failed.display());
+    let child = retry_std()
+        .args(["--budget", "api", "--state-url", &url])
+        .args(["--state-timeout", "30s", "-n", "3", "-d", "0"])
+        .args(["--", "sh", "-c", &body])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&failed, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    send_signal(child.id(), "TERM");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?}: {stderr}",
+        signalled.elapsed()
+    );
+    assert_eq!(code_and_signal(out.status), (None, Some(15)), "{stderr}");
+}
