@@ -281,15 +281,27 @@ fn check_symlink_may_be_followed(path: &Path) -> Result<()> {
     };
     let dir_meta = std::fs::metadata(dir)
         .with_context(|| format!("cannot look at its directory {}", dir.display()))?;
-    let shared = dir_meta.mode() & 0o1002 == 0o1002;
     let owner = link.uid();
-    if shared && owner != rustix::process::geteuid().as_raw() && owner != dir_meta.uid() {
+    if planted_by_another_user(dir_meta.mode(), dir_meta.uid(), owner) {
         bail!(
             "a symlink owned by another user (uid {owner}) in the sticky world-writable directory {}: not followed",
             dir.display()
         );
     }
     Ok(())
+}
+
+/// Whether a file owned by `owner`, in a directory of mode `dir_mode` owned
+/// by `dir_owner`, was put there by another user, as the kernel's
+/// `fs.protected_symlinks` and `fs.protected_regular` tell: the directory is
+/// sticky and others can write it (as /tmp), and the file belongs to
+/// neither us nor the directory's owner. Such a symlink is not followed and
+/// such a file not written or replaced, also where those protections are
+/// off.
+pub(crate) fn planted_by_another_user(dir_mode: u32, dir_owner: u32, owner: u32) -> bool {
+    dir_mode & 0o1002 == 0o1002
+        && owner != rustix::process::geteuid().as_raw()
+        && owner != dir_owner
 }
 
 /// Is the opened file retry's own stdout or stderr (a pipe reached through

@@ -473,3 +473,87 @@ fn a_silent_redis_never_holds_a_budgeted_run_past_max_time_or_a_signal() {
     );
     assert_eq!(code_and_signal(out.status), (None, Some(15)), "{stderr}");
 }
+
+// ---- -o FILE where another user can put files ----
+
+/// A file of nobody's (65534), writable by all: what another user plants
+/// at a path a root job will write.
+fn plant_as_nobody(path: &Path) {
+    std::fs::write(path, "").unwrap();
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+}
+
+#[test]
+fn output_over_another_users_file_in_a_sticky_directory_is_refused() {
+    if skip_unless_root("output_over_another_users_file_in_a_sticky_directory_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    let out = shared.join("out");
+    let ran = dir.path().join("ran");
+
+    // Planted before the run: refused before anything runs. Before, the
+    // output went into it and stayed nobody's, mode 0666: the planter
+    // decided who reads what root's job wrote.
+    plant_as_nobody(&out);
+    let result = retry()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!("touch '{}'; echo secret", ran.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(std::fs::read(&out).unwrap(), b"");
+
+    // Planted while the command runs: not replaced either.
+    std::fs::remove_file(&out).unwrap();
+    let plant = format!(
+        "touch '{out}' && chown 65534:65534 '{out}' && chmod 666 '{out}' && echo secret",
+        out = out.display()
+    );
+    let result = retry()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &plant])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is now owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"");
+    assert_eq!(std::fs::metadata(&out).unwrap().uid(), 65534);
+
+    // Our own file there, and another user's file in a directory that is
+    // not shared, are replaced as before (the latter keeps its owner).
+    std::fs::remove_file(&out).unwrap();
+    std::fs::write(&out, "old").unwrap();
+    retry()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "echo", "new"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new\n");
+    let private = dir.path().join("theirs");
+    plant_as_nobody(&private);
+    retry()
+        .arg("-o")
+        .arg(&private)
+        .args(["--", "echo", "new"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&private).unwrap(), "new\n");
+    assert_eq!(std::fs::metadata(&private).unwrap().uid(), 65534);
+}
