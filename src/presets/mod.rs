@@ -123,6 +123,11 @@ fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String>
             kind.described()
         ));
     }
+    if let Some(problem) = others_may_write(&meta) {
+        return Err(format!(
+            "presets file {shown} {problem}: refusing it, or another user could decide how retry judges failures (as ssh refuses such a config file)"
+        ));
+    }
     let mut bytes = Vec::new();
     (&mut file)
         .take(USER_FILE_LIMIT + 1)
@@ -137,6 +142,28 @@ fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String>
             err.utf8_error().valid_up_to()
         )
     })
+}
+
+/// Why a presets file is not ours alone to write, as OpenSSH's `StrictModes`
+/// judges `~/.ssh/config`: it must belong to us or root, and no one else
+/// may write it (a group that is our own may). `None`: it is ours alone.
+fn others_may_write(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!(
+            "belongs to another user (uid {}), not to you or root",
+            meta.uid()
+        ));
+    }
+    let group_of_others = meta.gid() != rustix::process::getegid().as_raw();
+    if mode & 0o002 != 0 || (mode & 0o020 != 0 && group_of_others) {
+        return Some(format!(
+            "is writable by others (mode {mode:04o}; chmod go-w)"
+        ));
+    }
+    None
 }
 
 /// The user layers that exist, in order.

@@ -557,3 +557,70 @@ fn output_over_another_users_file_in_a_sticky_directory_is_refused() {
     assert_eq!(std::fs::read_to_string(&private).unwrap(), "new\n");
     assert_eq!(std::fs::metadata(&private).unwrap().uid(), 65534);
 }
+
+// ---- Presets files another user can write ----
+
+/// A presets file that makes `false` a permanent failure at once.
+const STOP_FALSE: &str = r#"
+[preset.planted]
+description = "planted"
+commands = ["false"]
+
+[[preset.planted.exit]]
+kind = "permanent"
+codes = "1"
+means = "the planted preset says stop"
+"#;
+
+#[test]
+fn a_presets_file_others_can_write_decides_nothing() {
+    let dir = scratch();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("retry")).unwrap();
+    let file = config.join("retry/presets.toml");
+    std::fs::write(&file, STOP_FALSE).unwrap();
+    let run = || {
+        retry()
+            .env("XDG_CONFIG_HOME", &config)
+            .args(["-n", "2", "-d", "0", "--", "false"])
+            .output()
+            .unwrap()
+    };
+    // Ours alone: obeyed.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the planted preset says stop"), "{stderr}");
+
+    // Writable by anyone: before, obeyed all the same.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is writable by others (mode 0666; chmod go-w)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("says stop"), "{stderr}");
+
+    if skip_unless_root("a_presets_file_others_can_write_decides_nothing (another owner)") {
+        return;
+    }
+    // Another user's, even read-only to them: root running with their
+    // HOME (sudo -E) must not take its policy from them.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("belongs to another user (uid 65534)"),
+        "{stderr}"
+    );
+    let out = retry()
+        .env("RETRY_PRESETS", &file)
+        .args(["--preset", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+}
