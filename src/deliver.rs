@@ -32,7 +32,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-use crate::fd::{own_fd, write_all_fd};
+use crate::fd::Outlet;
 use crate::safe_fs;
 
 /// Prefix and suffix of the named temporary files of `-o` (the fallback, and
@@ -218,11 +218,13 @@ impl HeldStdout {
     }
 
     /// The run succeeded: pass the output on. An error is retry's own
-    /// failure: the output could not be delivered.
-    pub(crate) fn deliver(self) -> Result<()> {
+    /// failure: the output could not be delivered. A reader of stdout that
+    /// takes nothing is waited for until `give_up` says so (a signal, the
+    /// run's deadline).
+    pub(crate) fn deliver(self, give_up: &dyn Fn() -> bool) -> Result<()> {
         let HeldStdout { file, target } = self;
         match target {
-            Target::Stdout { .. } => emit(&file).map_err(|err| {
+            Target::Stdout { .. } => emit(&file, give_up).map_err(|err| {
                 anyhow!(
                     "writing the command's output to stdout: {}; the successful attempt's output was not delivered",
                     error_text(&err)
@@ -233,8 +235,10 @@ impl HeldStdout {
     }
 }
 
-/// Copy the whole spool to retry's own stdout.
-fn emit(file: &File) -> io::Result<()> {
+/// Copy the whole spool to retry's own stdout, waiting for a reader that
+/// takes nothing until `give_up` says so.
+fn emit(file: &File, give_up: &dyn Fn() -> bool) -> io::Result<()> {
+    let stdout = Outlet::new(1);
     let mut buffer = vec![0u8; 256 * 1024];
     let mut offset = 0;
     loop {
@@ -244,7 +248,7 @@ fn emit(file: &File) -> io::Result<()> {
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(err) => return Err(err),
         };
-        write_all_fd(own_fd(1), &buffer[..count])?;
+        stdout.write_all(&buffer[..count], give_up)?;
         offset += count as u64;
     }
 }
@@ -528,7 +532,7 @@ mod tests {
             held.reset().unwrap();
             held.file().write_all(b"new\n").unwrap();
             assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
-            held.deliver().unwrap();
+            held.deliver(&|| false).unwrap();
             assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o640, "unnamed: {unnamed}");

@@ -93,6 +93,7 @@ pub(crate) fn run(
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id, budget)?;
+    reporter.set_deadline(run.limits.deadline);
     reporter.policy(&crate::explain::policy_line(config));
     for line in config
         .rules
@@ -120,6 +121,14 @@ pub(crate) fn run(
         // retry's own failure. The `done` event keeps the outcome.
         reporter.error(&problem);
         status = ExitStatus::RETRY_FAILED;
+        // A signal that cut the delivery short (its reader took nothing)
+        // ends the run by it, as anywhere.
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            let interrupted = Done::interrupted(signal);
+            outcome = interrupted.outcome;
+            status = interrupted.status;
+            detail = format!("{} while delivering the output", interrupted.detail);
+        }
     }
     if let Some(signal) = run.on_give_up(outcome, status, attempts, signals, reporter) {
         // A signal to retry ends the run by it, here as anywhere.
@@ -653,8 +662,13 @@ impl<'a> Run<'a> {
             };
             return Err(format!("{lost}; {consequence}"));
         }
+        // The delivery is part of the run: a stdout that takes nothing
+        // holds it neither past a signal nor past --max-time.
+        let deadline = self.limits.deadline;
+        let give_up =
+            || signals::terminating_arrived() || deadline.is_some_and(|d| Instant::now() >= d);
         match held {
-            Some(held) => held.deliver().map_err(|err| format!("{err:#}")),
+            Some(held) => held.deliver(&give_up).map_err(|err| format!("{err:#}")),
             None => Ok(()),
         }
     }

@@ -624,3 +624,100 @@ fn a_presets_file_others_can_write_decides_nothing() {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
 }
+
+// ---- A reader of retry's output that takes nothing ----
+
+/// Which of retry's outputs the stalled reader holds.
+#[derive(Clone, Copy)]
+enum Stalled {
+    Stdout,
+    Stderr,
+}
+
+/// Run `retry ARGS` with `stalled` going to a pipe nobody reads (the other
+/// output to /dev/null), SIGTERM after `signal_after` if given; returns how
+/// it ended and when, or fails after 30 s (a hang).
+fn with_a_stalled_reader(
+    stalled: Stalled,
+    args: &[&str],
+    signal_after: Option<Duration>,
+) -> (std::process::ExitStatus, Duration) {
+    use std::process::Stdio;
+    let mut command = retry_std();
+    command.args(args).stdin(Stdio::null());
+    match stalled {
+        Stalled::Stdout => command.stdout(Stdio::piped()).stderr(Stdio::null()),
+        Stalled::Stderr => command.stdout(Stdio::null()).stderr(Stdio::piped()),
+    };
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    // Held, never read: the pipe fills and stays full.
+    let _reader = (child.stdout.take(), child.stderr.take());
+    if let Some(after) = signal_after {
+        std::thread::sleep(after);
+        send_signal(child.id(), "TERM");
+    }
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, started.elapsed());
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("retry {args:?} hung on a reader that takes nothing");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Three megabytes on stdout, more than any pipe holds.
+const FLOOD: &str = "head -c 3000000 /dev/zero; sleep 1";
+
+#[test]
+fn a_stalled_stdout_holds_retry_neither_past_a_signal_nor_past_max_time() {
+    let second = Some(Duration::from_secs(1));
+    // --buffer-stdout: the delivery after the success. Before: blocked in
+    // its write for as long as the reader stalled, deaf to SIGTERM and
+    // --max-time.
+    let buffered = ["--buffer-stdout", "--", "sh", "-c", FLOOD];
+    let (status, took) = with_a_stalled_reader(Stalled::Stdout, &buffered, second);
+    assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let limited = ["-t", "3s", "--buffer-stdout", "--", "sh", "-c", FLOOD];
+    let (status, took) = with_a_stalled_reader(Stalled::Stdout, &limited, None);
+    assert_eq!(status.code(), Some(125), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // Scanned stdout, passed through by a pump. Before: the attempt was
+    // over, but retry waited for the pump stuck in its write.
+    let scanned = ["--scan-stdout", "--retry-on-output", "zzz", "--"];
+    let args: Vec<&str> = scanned.iter().copied().chain(["sh", "-c", FLOOD]).collect();
+    let (status, took) = with_a_stalled_reader(Stalled::Stdout, &args, second);
+    assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_stalled_stderr_holds_retry_neither_past_a_signal_nor_past_max_time() {
+    let flood = "head -c 3000000 /dev/zero >&2; sleep 1";
+    let args = [
+        "-t",
+        "3s",
+        "--retry-on-output",
+        "zzz",
+        "--",
+        "sh",
+        "-c",
+        flood,
+    ];
+    // Before: the pump stuck in its write held the run, and then retry's
+    // own lines did.
+    let (status, took) = with_a_stalled_reader(Stalled::Stderr, &args, None);
+    assert_eq!(status.code(), Some(124), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let args = ["--retry-on-output", "zzz", "--", "sh", "-c", flood];
+    let (status, took) =
+        with_a_stalled_reader(Stalled::Stderr, &args, Some(Duration::from_secs(1)));
+    assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
