@@ -235,17 +235,10 @@ pub(crate) fn open_append_log(path: &Path) -> Result<File> {
     let flags =
         OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let mode = Mode::from_raw_mode(0o644);
-    // First without following: a symlink planted after a check could not
-    // steer this open; one that is there is judged before it is followed.
-    // (A symlink there makes that open fail: ELOOP, or EACCES when it is
-    // another user's in a sticky directory.)
-    let fd = match rustix::fs::open(path, flags | OFlags::NOFOLLOW, mode) {
+    let fd = match open_trusted(path, flags, mode) {
         Ok(fd) => fd,
-        Err(_) if matches!(kind_at(path), Ok(Some(Kind::Symlink))) => {
-            check_symlink_may_be_followed(path)?;
-            rustix::fs::open(path, flags, mode).map_err(|again| open_error(path, again))?
-        }
-        Err(err) => return Err(open_error(path, err)),
+        Err(Unopened::Untrusted(err)) => return Err(err),
+        Err(Unopened::Failed(err)) => return Err(open_error(path, err)),
     };
     let file = File::from(fd);
     let meta = file.metadata().context("cannot look at the opened file")?;
@@ -259,6 +252,34 @@ pub(crate) fn open_append_log(path: &Path) -> Result<File> {
     rustix::fs::fcntl_setfl(&file, status - OFlags::NONBLOCK)
         .context("cannot make the file blocking")?;
     Ok(file)
+}
+
+/// Why [`open_trusted`] opened nothing.
+pub(crate) enum Unopened {
+    /// A symlink another user planted: not followed.
+    Untrusted(anyhow::Error),
+    /// The open itself failed.
+    Failed(Errno),
+}
+
+/// Open `path` with `flags`, following a symlink at its end only where the
+/// kernel's `fs.protected_symlinks` would (not one owned by neither us nor
+/// the directory's owner in a sticky world-writable directory), also on
+/// machines where that protection is off. For paths others may have
+/// prepared: `--log-file`, the CI step files.
+pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Unopened> {
+    // First without following: a symlink planted after a check could not
+    // steer this open; one that is there is judged before it is followed.
+    // (A symlink there makes that open fail: ELOOP, or EACCES when it is
+    // another user's in a sticky directory.)
+    match rustix::fs::open(path, flags | OFlags::NOFOLLOW, mode) {
+        Ok(fd) => Ok(fd),
+        Err(_) if matches!(kind_at(path), Ok(Some(Kind::Symlink))) => {
+            check_symlink_may_be_followed(path).map_err(Unopened::Untrusted)?;
+            rustix::fs::open(path, flags, mode).map_err(Unopened::Failed)
+        }
+        Err(err) => Err(Unopened::Failed(err)),
+    }
 }
 
 fn open_error(path: &Path, err: Errno) -> anyhow::Error {

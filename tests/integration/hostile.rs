@@ -721,3 +721,54 @@ fn a_stalled_stderr_holds_retry_neither_past_a_signal_nor_past_max_time() {
     assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+// ---- CI step files ----
+
+#[test]
+fn step_files_through_another_users_symlink_in_a_sticky_directory_are_not_written() {
+    if skip_unless_root("step_files_through_another_users_symlink_are_not_written") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    // A file of root's that another user would like written to.
+    let target = dir.path().join("roots-file");
+    std::fs::write(&target, "root's\n").unwrap();
+    let output = shared.join("output");
+    let summary = shared.join("summary");
+    for link in [&output, &summary] {
+        std::os::unix::fs::symlink(&target, link).unwrap();
+        give_to_nobody(link);
+    }
+    let out = retry()
+        .env("GITHUB_OUTPUT", &output)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["-n", "1", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: both were followed and root's file got the lines.
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's\n");
+    assert_eq!(
+        stderr
+            .matches("a symlink owned by another user (uid 65534)")
+            .count(),
+        2,
+        "{stderr}"
+    );
+
+    // Our own symlink there is followed, as before.
+    std::fs::remove_file(&output).unwrap();
+    std::os::unix::fs::symlink(&target, &output).unwrap();
+    retry()
+        .env("GITHUB_OUTPUT", &output)
+        .args(["-n", "1", "--", "true"])
+        .assert()
+        .success();
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .contains("outcome=success")
+    );
+}
