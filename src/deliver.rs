@@ -102,13 +102,8 @@ impl HeldStdout {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
             _ => Path::new("."),
         };
-        let dir = rustix::fs::open(
-            dir_path,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(io::Error::from)
-        .map_err(|err| {
+        // No symlink another user planted on the way is followed.
+        let dir = safe_fs::open_directory(dir_path).map_err(|err| {
             anyhow!(
                 "-o {shown}: cannot use the directory {}: {}",
                 dir_path.display(),

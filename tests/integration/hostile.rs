@@ -772,3 +772,54 @@ fn step_files_through_another_users_symlink_in_a_sticky_directory_are_not_writte
             .contains("outcome=success")
     );
 }
+
+#[test]
+fn output_through_another_users_directory_symlink_is_refused() {
+    if skip_unless_root("output_through_another_users_directory_symlink_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    // What root's job must never replace: a file in a directory of its own.
+    let victim = dir.path().join("etc");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("passwd"), "precious\n").unwrap();
+    // Another user makes /tmp/shared/reports before root's job does.
+    let reports = shared.join("reports");
+    std::os::unix::fs::symlink(&victim, &reports).unwrap();
+    give_to_nobody(&reports);
+    let ran = dir.path().join("ran");
+    let out = retry()
+        .arg("-o")
+        .arg(reports.join("passwd"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("touch '{}'; echo pwned", ran.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: followed, and etc/passwd replaced by the job's output.
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(
+        std::fs::read_to_string(victim.join("passwd")).unwrap(),
+        "precious\n"
+    );
+
+    // Our own symlink on the way (or one of root's) is followed.
+    let ours = shared.join("ours");
+    std::os::unix::fs::symlink(&victim, &ours).unwrap();
+    retry()
+        .arg("-o")
+        .arg(ours.join("report"))
+        .args(["--", "echo", "fine"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(victim.join("report")).unwrap(),
+        "fine\n"
+    );
+}
