@@ -12,9 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How far ahead of this host's clock a stored refill time is believed: a
-/// minute, far more than clocks kept by NTP ever differ.
-pub(crate) const MOST_AHEAD_MS: u64 = 60_000;
+use crate::circuit::MOST_AHEAD_MS;
 
 /// The budget's settings, stored with the bucket when it is created.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -132,6 +132,12 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// How far ahead of this host's clock a time in a shared store is
+/// believed: a minute, far more than clocks kept by NTP ever differ. More
+/// is a clock that jumped (a host set years ahead once, a virtual machine
+/// restored from a snapshot), and is not allowed to stop others for years.
+pub(crate) const MOST_AHEAD_MS: u64 = 60_000;
+
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
