@@ -443,8 +443,15 @@ impl<'a> Run<'a> {
             kill_after: config.kill_after,
         };
         let ran = hook::run(hook, &mut signals.events);
-        report_hook("on-retry", command, &ran, reporter, "retrying anyway");
-        decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now())
+        let done = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
+        // A hook cut short by --max-time ends the run: no retry follows.
+        let then = if done.is_some() {
+            "no retry: --max-time ran out"
+        } else {
+            "retrying anyway"
+        };
+        report_hook("on-retry", command, &ran, reporter, then);
+        done
     }
 
     /// `--on-give-up`, once the run has failed (not under `--until-failure`,

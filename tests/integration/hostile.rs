@@ -823,3 +823,29 @@ fn output_through_another_users_directory_symlink_is_refused() {
         "fine\n"
     );
 }
+
+// ---- Hooks ----
+
+#[test]
+fn a_hook_that_ignores_sigterm_past_max_time_ends_the_run_and_says_so() {
+    let mark = marker();
+    let hook = format!("trap '' TERM; sleep {mark}");
+    let started = Instant::now();
+    let out = retry()
+        .args(["-n", "3", "-d", "0", "-t", "1s", "--kill-after", "300ms"])
+        .args(["--on-retry", &hook, "--", "false"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
+    assert!(
+        stderr.contains("--max-time ran out during --on-retry; exit 1"),
+        "{stderr}"
+    );
+    // Before: "retrying anyway", and then no retry.
+    assert!(!stderr.contains("retrying anyway"), "{stderr}");
+    assert!(stderr.contains("no retry: --max-time ran out"), "{stderr}");
+    assert!(none_left(&mark, Duration::from_secs(5)));
+}
