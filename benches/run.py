@@ -7,6 +7,8 @@
     python3 benches/run.py --only peers          # retry against its peers
     python3 benches/run.py --only scan,patterns --binary /tmp/old-retry
                                       # measure another build (no cargo build)
+    python3 benches/run.py --only budget,fleet   # the retry budget's sections;
+                                      # rewrites only their part of BENCHMARKS.md
 
 Sections: one (a single successful attempt), attempts (per-attempt cost),
 scan (scanning throughput and memory), patterns (scanning with 50 Unicode
@@ -14,7 +16,11 @@ class patterns), replay (stdin replay), sleep (sleep accuracy), occ (real
 contention against a local optimistic-concurrency server), sim (Brooker's
 simulation, `cargo bench --bench contention`), peers (retry side by side with
 the other retry tools, which it first installs under target/peers without
-touching the system: see install_peers).
+touching the system: see install_peers), budget (issue 14's experiment: 50
+concurrent runs against a local server that is down or fails 10% of
+requests, with and without a retry budget), fleet (500 concurrent runs on
+two "hosts" sharing one budget and one circuit in a real redis-server: the
+counts must add up exactly; the store exchange's p50/p99).
 
 Every figure is a median over several runs; wall time comes from a monotonic
 clock around posix_spawn/wait4, peak RSS from wait4's rusage (the largest
@@ -22,17 +28,20 @@ process of the measured tree). Ratios are against baselines measured in the
 same run, interleaved with retry's own runs.
 """
 import argparse
+import fcntl
 import glob
 import json
 import os
 import platform
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RETRY = os.path.join(ROOT, "target", "release", "retry")
@@ -524,6 +533,349 @@ def bench_occ(report, counts, jitters):
     report.add("Real contention: N retry processes against one optimistic-concurrency server", "\n".join(rows))
 
 
+def http_stats(port):
+    """The flaky server's (requests, failed) so far; /stats itself is not counted."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as reply:
+        requests, failed = reply.read().split()
+    return int(requests), int(failed)
+
+
+def start_flaky_server(fail_rate, seed):
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "benches", "flaky_server.py"), str(fail_rate), str(seed)], stdout=subprocess.PIPE, text=True)
+    return server, int(server.stdout.readline())
+
+
+def json_events(path):
+    """The JSON events of one retry process's stderr (other lines, such as
+    curl's own messages, skipped)."""
+    events = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("{"):
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    pass
+    return events
+
+
+def budget_wave(port, count, state_dir):
+    """`count` retry processes started at once against the flaky server,
+    with budget `exp` in `state_dir` (None: no budget). Returns a dict:
+    requests (that reached the server), ok (runs that succeeded), stopped
+    (runs the budget stopped), open (runs whose budget store could not be
+    used, which then retry as if it allowed), store_ms (each budget
+    exchange's time), seconds (until all finished)."""
+    argv = [RETRY, "-v", "--log-format", "json", "-n", "5", "-d", "10ms", "-c", "100ms"]
+    if state_dir:
+        argv += ["--budget", "exp", "--state-dir", state_dir]
+    argv += ["--", "curl", "-fsS", "-o", "/dev/null", f"http://127.0.0.1:{port}/"]
+    before, _ = http_stats(port)
+    with tempfile.TemporaryDirectory(prefix="retry-bench-") as logs:
+        paths = [os.path.join(logs, str(i)) for i in range(count)]
+        start = time.monotonic()
+        procs = []
+        for path in paths:
+            with open(path, "w") as log:
+                procs.append(subprocess.Popen(argv, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
+        codes = [p.wait() for p in procs]
+        seconds = time.monotonic() - start
+        runs = [json_events(path) for path in paths]
+    after, _ = http_stats(port)
+    outcomes = [next((e["outcome"] for e in events if e.get("event") == "done"), None) for events in runs]
+    assert None not in outcomes, outcomes
+    failed_open = sum(
+        any(e.get("event") == "warning" and e.get("kind") == "budget" and "as if it allowed" in e.get("message", "") for e in events)
+        for events in runs
+    )
+    store_ms = [e["store_ms"] for events in runs for e in events if e.get("event") == "budget"]
+    return {
+        "requests": after - before,
+        "ok": codes.count(0),
+        "stopped": outcomes.count("budget-exhausted"),
+        "open": failed_open,
+        "store_ms": store_ms,
+        "seconds": seconds,
+    }
+
+
+def percentile(values, p):
+    """The p-th percentile, nearest rank."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * p // 100) - 1))]
+
+
+def spread(values, digits):
+    """`median (min-max)`."""
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def bench_budget(report, runs, count=50):
+    """Issue 14's experiment: amplification and successes, with and without
+    a retry budget (its defaults: ratio 0.2, burst 10, 1/min), against a
+    server that is down and one that fails 10% of requests."""
+    ratio, burst, per_minute = 0.2, 10, 1.0
+    rows = [
+        "| server | budget | requests / first attempt (amplification) | runs that succeed | runs the budget stopped | runs whose store failed open | budget exchange p50 / p99 | time until all finish |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    notes = []
+    for label, fail_rate in (("(a) down: 503 to everything", 1.0), ("(b) 10% of requests fail (503)", 0.1)):
+        server, port = start_flaky_server(fail_rate, 14)
+        results = {False: [], True: []}
+        try:
+            for r in range(runs):
+                for with_budget in ((False, True) if r % 2 == 0 else (True, False)):
+                    with tempfile.TemporaryDirectory(prefix="retry-bench-") as state:
+                        # A fresh state directory: a new bucket, full.
+                        results[with_budget].append(budget_wave(port, count, state if with_budget else None))
+                    w = results[with_budget][-1]
+                    p99 = percentile(w["store_ms"], 99) if w["store_ms"] else 0
+                    print(f"{label}, budget {with_budget}: {w['requests']} requests, {w['ok']}/{count} succeeded, {w['stopped']} stopped, {w['open']} failed open, store p99 {p99:.1f} ms, {w['seconds']:.2f} s", flush=True)
+        finally:
+            server.terminate()
+            server.wait()
+        for with_budget in (False, True):
+            waves = results[with_budget]
+            cells = [
+                spread([w["requests"] / count for w in waves], 2),
+                spread([w["ok"] / count * 100 for w in waves], 0) + " %",
+            ]
+            if with_budget:
+                exchanges = [ms for w in waves for ms in w["store_ms"]]
+                cells += [
+                    spread([w["stopped"] for w in waves], 0),
+                    spread([w["open"] for w in waves], 0),
+                    f"{percentile(exchanges, 50):.1f} / {percentile(exchanges, 99):.1f} ms",
+                ]
+            else:
+                cells += ["", "", ""]
+            cells.append(spread([w["seconds"] for w in waves], 2) + " s")
+            rows.append(f"| {label} | {'`--budget exp`' if with_budget else 'none'} | " + " | ".join(cells) + " |")
+        if fail_rate == 1.0:
+            longest = max(w["seconds"] for w in results[True])
+            bound = 1 + ratio + burst / count + per_minute * longest / 60 / count
+            worst = max(w["requests"] / count for w in results[True])
+            without = statistics.median(w["requests"] / count for w in results[False])
+            notes.append(
+                f"- (a) with the budget, at most 1 + R + burst/N + (1/min x {longest:.1f} s)/N = 1 + {ratio} + {burst}/{count} + {per_minute * longest / 60 / count:.4f} = **{bound:.3f}**: "
+                f"worst of {runs} runs {worst:.2f}: {verdict(worst <= bound + 1e-9)}; without it {without:.2f} (5 attempts each)"
+            )
+        else:
+            with_ok = [w["ok"] for w in results[True]]
+            without_ok = [w["ok"] for w in results[False]]
+            notes.append(
+                f"- (b) runs that succeed with the budget, at least as many as without it: "
+                f"{verdict(statistics.median(with_ok) >= statistics.median(without_ok) and min(with_ok) >= min(without_ok))} "
+                f"(successes without minus with, per pair of runs: {', '.join(str(a - b) for a, b in zip(without_ok, with_ok))})"
+            )
+    rows += [
+        "",
+        *notes,
+        f"- each of N = {count} `retry -n 5 -d 10ms -c 100ms [--budget exp --state-dir DIR] -- curl -fsS -o /dev/null http://127.0.0.1:PORT/` started at once (curl's preset retries a 503); "
+        f"a local threaded server (`benches/flaky_server.py`) counts the requests; the budget at its defaults (ratio {ratio}, burst {burst}, {per_minute:.0f}/min), "
+        f"a fresh state directory (a new, full bucket) for every run; median (min-max) of {runs} runs of each, with and without interleaved.",
+    ]
+    report.add("Retry budget: amplification with N = 50 concurrent runs", "\n".join(rows))
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def redis_call(port, *args):
+    """One command to the redis-server on 127.0.0.1:port; its reply (a
+    status or bulk string as str, an integer as int, an error raised)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"".join([f"*{len(args)}\r\n".encode()] + [f"${len(str(a).encode())}\r\n{a}\r\n".encode() for a in args]))
+        reply = conn.makefile("rb")
+        line = reply.readline().decode().rstrip("\r\n")
+        kind, rest = line[0], line[1:]
+        if kind == "-":
+            raise RuntimeError(f"redis: {rest}")
+        if kind == ":":
+            return int(rest)
+        if kind == "$":
+            return None if int(rest) < 0 else reply.read(int(rest) + 2)[:-2].decode()
+        return rest
+
+
+def start_redis():
+    """A private redis-server on a free port of 127.0.0.1, without
+    persistence; (process, port)."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxclients", "10000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    end = time.monotonic() + 10
+    while True:
+        try:
+            if redis_call(port, "PING") == "PONG":
+                return server, port
+        except OSError:
+            pass
+        if time.monotonic() > end or server.poll() is not None:
+            server.kill()
+            raise RuntimeError(f"redis-server did not start on port {port}")
+        time.sleep(0.05)
+
+
+def command_stats(port):
+    """{command: calls} from INFO commandstats."""
+    calls = {}
+    for line in redis_call(port, "INFO", "commandstats").splitlines():
+        match = re.match(r"cmdstat_(\w+):calls=(\d+)", line)
+        if match:
+            calls[match.group(1)] = int(match.group(2))
+    return calls
+
+
+def waiting_on(path):
+    """How many processes wait for a lock on `path` (/proc/locks' blocked
+    requests on its inode)."""
+    inode = f":{os.stat(path).st_ino}"
+    with open("/proc/locks") as f:
+        return sum(1 for line in f if "->" in line and any(field.endswith(inode) for field in line.split()))
+
+
+def fleet_wave(url, port, count, hosts, budget_flags):
+    """`count` retry processes, alternately on the two "hosts" (state
+    directories), all on budget `fleet` and circuit `fleet` in the Redis at
+    `url`; each runs a command that counts its attempts and fails, at most
+    3 attempts, no delay. A barrier (a shared flock each waits for before it
+    execs retry) makes them start together. Returns what was counted."""
+    common = ["--state-url", url, "--state-timeout", "5s"]
+    budget = ["--budget", "fleet", *budget_flags]
+    circuit = ["--circuit", "fleet", "--circuit-threshold", "1000"]
+    for argv in ([RETRY, *budget, *common, "--budget-reset"], [RETRY, *circuit, *common, "--circuit-reset"]):
+        subprocess.run(argv, env=ENV, check=True, stdout=subprocess.DEVNULL)
+    redis_call(port, "CONFIG", "RESETSTAT")
+    with tempfile.TemporaryDirectory(prefix="retry-bench-") as work:
+        counter = os.path.join(work, "attempts")
+        barrier = os.path.join(work, "barrier")
+        open(barrier, "w").close()
+        child = f"echo x >> {counter}; exit 1"
+        gate = open(barrier)
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        paths, procs = [], []
+        for i in range(count):
+            argv = [RETRY, "-v", "--log-format", "json", "-n", "3", "-d", "0", *budget, *circuit, *common, "--state-dir", hosts[i % 2], "--", "sh", "-c", child]
+            paths.append(os.path.join(work, f"log{i}"))
+            with open(paths[-1], "w") as log:
+                procs.append(subprocess.Popen(["sh", "-c", 'exec 9<"$0" && flock -s 9 && exec "$@"', barrier, *argv], env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
+        end = time.monotonic() + 120
+        while waiting_on(barrier) < count and time.monotonic() < end:
+            time.sleep(0.05)
+        waiting = waiting_on(barrier)
+        start = time.monotonic()
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        gate.close()
+        codes = [p.wait() for p in procs]
+        seconds = time.monotonic() - start
+        runs = [json_events(path) for path in paths]
+        with open(counter) as f:
+            attempts = len(f.read().splitlines())
+    stats = command_stats(port)
+    status = subprocess.run([RETRY, *budget, *common, "--budget-status"], env=ENV, capture_output=True, text=True, check=True).stdout
+    deposits, withdrawals, refusals = map(int, re.search(r"since created: (\d+) first attempts, (\d+) retries allowed, (\d+) refused", status).groups())
+    circuit_status = subprocess.run([RETRY, *circuit, *common, "--circuit-status"], env=ENV, capture_output=True, text=True, check=True).stdout
+    failures = int(re.search(r"failed runs in a row: (\d+)", circuit_status).group(1))
+    warnings = [e["message"] for events in runs for e in events if e.get("event") == "warning"]
+    outcomes = [next((e["outcome"] for e in events if e.get("event") == "done"), None) for events in runs]
+    return {
+        "waiting": waiting,
+        "codes": codes,
+        "outcomes": outcomes,
+        "attempts": attempts,
+        "deposits": deposits,
+        "withdrawals": withdrawals,
+        "refusals": refusals,
+        "failures": failures,
+        "circuit": circuit_status.splitlines()[0],
+        "warnings": warnings,
+        "store_ms": {op: [e["store_ms"] for events in runs for e in events if e.get("event") == "budget" and e.get("op") == op] for op in ("deposit", "withdraw")},
+        "exec": stats.get("exec", 0),
+        "set": stats.get("set", 0),
+        "seconds": seconds,
+    }
+
+
+def bench_fleet(report, runs, count=500):
+    """Issue 14's fleet scale: `count` runs at once over two "hosts" (state
+    directories) sharing one budget and one circuit in one redis-server,
+    `--state-timeout 5s`: do the counts add up exactly, and how long does an
+    exchange with the store take?"""
+    server, port = start_redis()
+    url = f"redis://127.0.0.1:{port}/0"
+    configurations = (
+        ("room for every retry (`--budget-burst 1000`)", ["--budget-burst", "1000"]),
+        ("defaults (0.2, 1/min, burst 10)", []),
+    )
+    rows = [
+        "| budget | D first attempts (500?) | W retries allowed = retries run? | R refused = runs stopped? | circuit failures (500?) | warnings | aborted EXECs per update | deposit p50 / p99 | withdrawal p50 / p99 | all budget exchanges p50 / p99 | time until all finish |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    exact = True
+    pooled = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="retry-bench-") as a, tempfile.TemporaryDirectory(prefix="retry-bench-") as b:
+            for r in range(runs):
+                for label, flags in configurations:
+                    w = fleet_wave(url, port, count, [a, b], flags)
+                    retries = w["attempts"] - count
+                    stopped = w["outcomes"].count("budget-exhausted")
+                    expected_retries = 2 * count if flags else retries
+                    ok = (
+                        w["waiting"] == count
+                        and w["deposits"] == count
+                        and w["withdrawals"] == retries == expected_retries
+                        and w["refusals"] == stopped
+                        and w["failures"] == count
+                        and w["codes"] == [1] * count
+                        and not w["warnings"]
+                    )
+                    if not flags:
+                        # Never more than the bucket held, the deposits and time brought.
+                        ok &= retries <= 10 + 0.2 * count + w["seconds"] / 60
+                    exact &= ok
+                    deposits, withdrawals = w["store_ms"]["deposit"], w["store_ms"]["withdraw"]
+                    every = deposits + withdrawals
+                    pooled += every
+
+                    def p50_99(values):
+                        return f"{percentile(values, 50):.0f} / {percentile(values, 99):.0f} ms" if values else "-"
+
+                    updates = max(w["set"], 1)
+                    rows.append(
+                        f"| {label} | {w['deposits']} | {w['withdrawals']} = {retries}: {verdict(w['withdrawals'] == retries == expected_retries)} "
+                        f"| {w['refusals']} = {stopped}: {verdict(w['refusals'] == stopped)} | {w['failures']} | {len(w['warnings'])} "
+                        f"| {(w['exec'] - w['set']) / updates:.1f} | {p50_99(deposits)} | {p50_99(withdrawals)} | {p50_99(every)} | {w['seconds']:.2f} s |"
+                    )
+                    print(rows[-1], flush=True)
+                    if w["warnings"]:
+                        print("warnings, for example: " + "; ".join(sorted(set(m.split(" (gave up")[0] for m in w["warnings"])))[:3], flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+    rows += [
+        "",
+        f"- every count exact in every run (D = {count}; W = the retries the counter file saw, {2 * count} with room for all; R = the runs that ended `budget-exhausted`; "
+        f"the circuit closed with {count} failed runs in a row; every run exit 1; no warning): {verdict(exact)}",
+        f"- all budget exchanges of all runs pooled ({len(pooled)}): p50 {percentile(pooled, 50):.0f} ms, p99 {percentile(pooled, 99):.0f} ms, max {max(pooled):.0f} ms (limit 5 s)",
+        f"- {count} `retry -v --log-format json -n 3 -d 0 --budget fleet [flags] --circuit fleet --circuit-threshold 1000 --state-url redis://127.0.0.1:PORT/0 --state-dir HOST --state-timeout 5s -- sh -c 'echo x >> COUNTER; exit 1'`, "
+        f"HOST alternating between two directories; one redis-server (`--save '' --appendonly no`) started by the bench on a free port; budget and circuit reset before each run. "
+        f"All {count} wait at a barrier (a shared `flock` on a file the bench holds exclusively, taken before `exec retry`) and are released together. "
+        f"W and R from `--budget-status` (since created: D first attempts, W retries allowed, R refused), failures from `--circuit-status`; "
+        f"aborted EXECs from the server's INFO commandstats (EXEC calls minus SETs run); exchange times from the `store_ms` of the JSON `budget` events "
+        f"(deposits and retries allowed; a refused withdrawal has no event, so it is not timed). One row per run, {runs} runs of each, alternating.",
+    ]
+    report.add(f"Retry budget at fleet scale: {count} concurrent runs, two hosts, one redis-server", "\n".join(rows))
+
+
 def bench_sim(report):
     out = subprocess.run(["cargo", "bench", "--quiet", "--bench", "contention"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     report.add("Contention simulation (Brooker's model, retry's own backoff code)", out.strip())
@@ -543,10 +895,19 @@ def machine():
     return f"{os.cpu_count()} cores, {cpu}, Linux {platform.release()}; {timeout_version}; {time.strftime('%Y-%m-%d')}"
 
 
+# The sections, and the generated block of BENCHMARKS.md each group fills:
+# a group's block is rewritten when all its sections ran (and neither
+# --quick nor --binary was given); the rest of the file is kept as it is.
+GROUPS = {
+    "one,attempts,peers,scan,patterns,replay,sleep,occ,sim": ("<!-- generated by benches/run.py -->", "<!-- end generated -->"),
+    "budget,fleet": ("<!-- generated by benches/run.py --only budget,fleet -->", "<!-- end generated budget -->"),
+}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="one,attempts,peers,scan,patterns,replay,sleep,occ,sim")
+    parser.add_argument("--only", default=",".join(GROUPS))
     parser.add_argument("--binary", help="measure this retry binary instead of building target/release/retry; prints only")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -555,7 +916,8 @@ def main():
         RETRY = os.path.abspath(args.binary)
     else:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    report = Report()
+    reports = {group: Report() for group in GROUPS}
+    report, budget_report = reports.values()
     size = (256 << 20) if args.quick else GIB
     runs = 5 if args.quick else 15
     if "one" in only:
@@ -581,14 +943,23 @@ def main():
         bench_occ(report, [20] if args.quick else [20, 50], ["none", "full", "equal", "decorrelated"])
     if "sim" in only:
         bench_sim(report)
-    if args.quick or args.binary or args.only != parser.get_default("only"):
+    if "budget" in only:
+        bench_budget(budget_report, 3 if args.quick else 5)
+    if "fleet" in only:
+        bench_fleet(budget_report, 1 if args.quick else 3)
+    if args.quick or args.binary:
         return
     path = os.path.join(ROOT, "BENCHMARKS.md")
     with open(path) as f:
         text = f.read()
-    generated = "\n\n".join(f"### {title}\n\n{body}" for title, body in report.sections)
-    block = f"<!-- generated by benches/run.py -->\nMachine: {machine()}.\n\n{generated}\n<!-- end generated -->"
-    text = re.sub(r"<!-- generated by benches/run.py -->.*<!-- end generated -->", lambda _: block, text, flags=re.S)
+    for group, (start, end) in GROUPS.items():
+        if not set(group.split(",")) <= only:
+            continue
+        generated = "\n\n".join(f"### {title}\n\n{body}" for title, body in reports[group].sections)
+        block = f"{start}\nMachine: {machine()}.\n\n{generated}\n{end}"
+        text, found = re.subn(re.escape(start) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+        if not found:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
     with open(path, "w") as f:
         f.write(text)
     print(f"\nwrote {path}")

@@ -5,13 +5,13 @@ complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
 complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r
 complete -c retry -l splay -d 'Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)' -r
 complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires' -r
-complete -c retry -s T -l timeout -d 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure' -r
+complete -c retry -s T -l timeout -d 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure (permanent with --stop-on-timeout)' -r
 complete -c retry -l kill-after -d 'After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group' -r
 complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent. A death by signal N counts as code 128+N; a timed-out attempt is judged only as timed out (see --stop-on-timeout)' -r
 complete -c retry -l stop-on-exit -d 'Exit codes that are permanent failures: stop at once (a death by signal N counts as 128+N)' -r
 complete -c retry -l retry-on-output -d 'A failed attempt whose output has a line matching REGEX is transient (repeatable)' -r
 complete -c retry -l stop-on-output -d 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)' -r
-complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt-get, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else ~/.config/retry/presets.toml, and /etc/retry/presets.toml' -r
+complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml' -r
 complete -c retry -l max-retry-after -d 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)'
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'

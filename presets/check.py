@@ -328,12 +328,15 @@ def run_fixtures(path: Path, presets: dict[str, Preset], by_command: dict[str, s
             continue
         if "command" in case and by_command.get(case["command"]) != name:
             problems.add(where, f"command {case['command']!r} chooses preset {by_command.get(case['command'])!r}, not {name!r}")
+        # The scanner reads stderr, and stdout too under --scan-stdout: a
+        # case's stdout lines are judged as if it were given.
         lines = []
-        for line in case["stderr"]:
-            if not isinstance(line, str) or "\n" in line or "\r" in line:
-                problems.add(where, f"stderr holds lines, one string each: {line!r}")
-                continue
-            lines.append(line.encode())
+        for stream in ("stderr", "stdout"):
+            for line in case.get(stream, []):
+                if not isinstance(line, str) or "\n" in line or "\r" in line:
+                    problems.add(where, f"{stream} holds lines, one string each: {line!r}")
+                    continue
+                lines.append(line.encode())
         verdict, rule, means = preset.decide(case["exit"], lines)
         label = f"[{name}] exit {case['exit']}: {verdict} by {rule} ({means})"
         if verdict != case["verdict"]:

@@ -31,9 +31,10 @@ const HOOKS: &str = "Hooks and conditions";
 const AFTER_HELP: &str = "\
 Exit status: 0 success; the final attempt's own status when retries run out
 or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 75 a
---circuit is open and nothing ran; 125 retry's own error (usage, state,
-output that could not be delivered); 126 not executable; 127 not found;
-death by signal N is passed on as signal N (a shell shows 128+N).
+--circuit is open and nothing ran; 125 retry's own error (usage, a store
+that --circuit-status and the like cannot use, output that could not be
+delivered); 126 not executable; 127 not found; death by signal N is passed
+on as signal N (a shell shows 128+N).
 
 The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
 RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or
@@ -93,7 +94,7 @@ pub(crate) struct Cli {
     #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) max_time: Option<Duration>,
 
-    /// Limit for each attempt; an attempt over it is terminated and counts as a transient failure
+    /// Limit for each attempt; an attempt over it is terminated and counts as a transient failure (permanent with --stop-on-timeout)
     #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) timeout: Option<Duration>,
 
@@ -126,7 +127,7 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) scan_stdout: bool,
 
-    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt-get, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else ~/.config/retry/presets.toml, and /etc/retry/presets.toml
+    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml
     #[arg(long, value_name = "NAME", value_parser = parse_preset, help_heading = CLASSIFY)]
     pub(crate) preset: Option<String>,
 

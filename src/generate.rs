@@ -39,18 +39,21 @@ pub(crate) fn generate(
 
 const ALGORITHM: &[&str] = &[
     "The ceiling for the retry after the n-th failure (n counted from 0) is min(cap, delay * multiplier^n), computed without overflow for any n. The sleep is drawn under it by the jitter kind: none sleeps the ceiling; full draws uniformly from [0, ceiling] (the default: many clients failing together then come back spread out instead of all at once); equal sleeps ceiling/2 plus a uniform draw from [0, ceiling/2]; decorrelated draws min(cap, uniform in [delay, 3 * previous sleep]); a proportion P multiplies the ceiling by a uniform draw from [1-P, 1+P], clamped to the cap.",
-    "Retry never sleeps after the last attempt, and with --max-time it never starts a sleep that would end past the budget: it gives up at once instead. An attempt still running when --timeout or --max-time expires gets SIGTERM (and SIGCONT), then SIGKILL after --kill-after.",
-    "An attempt succeeds when it exits 0 or with a code in --success-on-exit, in time; with --until-output a line of its output (stdout or stderr) must match as well, or the attempt is not ready yet: a transient failure, unless the hint file or an output rule says otherwise (the exit-code lists do not judge a success code). A run that gives up after an attempt that exited 0 exits 1. A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). Decided first: an attempt ended by --timeout or --max-time is judged only as timed out, transient, or permanent under --stop-on-timeout (the exit-code lists never see it); a death by SIGINT, SIGQUIT or SIGPIPE ends the run (quietly for SIGPIPE: its reader went away, as in retry -- cmd | head -1). Then the first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent (for 3 and 4 a death by signal N counts as code 128+N); 5. the command could not be started: permanent; 7. anything else: transient. Rules given on the command line come before those of a preset (see PRESETS).",
+    "Retry never sleeps after the last attempt, and with --max-time it never starts a sleep that would end past that limit: it gives up at once instead. An attempt still running when --timeout or --max-time expires gets SIGTERM (and SIGCONT), then SIGKILL after --kill-after.",
+    "An attempt succeeds when it exits 0 or with a code in --success-on-exit, in time; with --until-output a line of its output (stdout or stderr) must match as well, or the attempt is not ready yet: a transient failure, unless the hint file or an output rule says otherwise (the exit-code lists do not judge a success code). A run that gives up after an attempt that exited 0 exits 1. A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). Decided first: an attempt ended by --timeout or --max-time is judged only as timed out, transient, or permanent under --stop-on-timeout (the exit-code lists never see it); a death by SIGINT, SIGQUIT or SIGPIPE ends the run (quietly for SIGPIPE: its reader went away, as in retry -- cmd | head -1). Then the first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent (for 3 and 4 a death by signal N counts as code 128+N); 5. the command could not be started: permanent; 6. anything else: transient. Rules 1 to 4 given on the command line come before those of a preset (see PRESETS).",
     "With --reset-after, an attempt that ran at least that long before failing starts the backoff over: the next ceiling is --delay again. With --until-failure the run is inverted, to hunt a flaky failure: the command runs again (after the policy's sleep) while it succeeds, the first failure ends the run with its status (done outcome permanent), and when the limits end the run first retry exits 0 (outcome success); a run cut short by --max-time is not counted. Attempts are then unlimited unless --attempts is given.",
-    "Hooks are shell commands (/bin/sh -c CMD) treated like attempts: each in its own process group outside a terminal's foreground, terminated (SIGTERM, then SIGKILL after --kill-after) at its limit with whatever it started, and a signal to retry while one runs is passed on and ends the run. Their stdin is /dev/null; their stdout and stderr go to retry's stderr (never to --log-file). --on-retry runs after each backoff sleep, right before the retry, with the RETRY_* variables of the attempt to come; it is bounded by --timeout and --max-time, and its failure is a warning. --on-give-up runs once when the run fails (attempts exhausted, --max-time, a permanent failure), never on success nor when retry is interrupted by a signal; it is bounded by --timeout, else 60 seconds. Each hook is reported as a JSON hook event.",
-    "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to retry are passed on to the attempt; retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. If retry is killed outright, the attempt is killed with it.",
+    "Hooks are shell commands (/bin/sh -c CMD) treated like attempts: each in its own process group outside a terminal's foreground, terminated (SIGTERM, then SIGKILL after --kill-after) at its limit with whatever it started, and a signal to retry while one runs is passed on and ends the run. Their stdin is /dev/null; their stdout and stderr go to retry's stderr (never to --log-file). --on-retry runs after each backoff sleep, right before the retry, with the RETRY_* variables of the attempt to come; it is bounded by --timeout and --max-time, and its failure is a warning. --on-give-up runs once when the run fails (attempts exhausted, --max-time, a permanent failure, an empty retry budget), never on success nor when retry is interrupted by a signal; it is bounded by --timeout, else 60 seconds. Each hook is reported as a JSON hook event.",
+    "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal (or with --foreground) the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM sent to retry are passed on to the attempt (and cut a sleep short); retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. Signals the caller ignored (nohup) stay ignored. If retry is killed outright (SIGKILL), the command is killed with it, but not what the command started in turn: that stays in the attempt's process group.",
 ];
 
 const EXIT_STATUS: &[(&str, &str)] = &[
-    ("0", "An attempt succeeded."),
+    (
+        "0",
+        "An attempt succeeded; with --until-failure, every run passed.",
+    ),
     (
         "the child's",
-        "The final attempt failed with that exit code (permanent, or a limit was reached).",
+        "The final attempt failed with that exit code (permanent, or a limit was reached); 1 when it exited 0 but no line matched --until-output; with --until-failure, the first failure's status.",
     ),
     (
         "124",
@@ -58,7 +61,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "125",
-        "Retry itself failed: a usage error, a bad flag value, an internal error. Nothing was run.",
+        "Retry itself failed: a usage error or a bad flag value (nothing was run), a state store that --circuit-status, --circuit-reset, --budget-status or --budget-reset cannot use, a --stdin replay spool that filled up, or output that could not be delivered (--buffer-stdout, -o), even after a successful attempt.",
     ),
     ("126", "The command was found but could not be executed."),
     ("127", "The command was not found."),
@@ -68,7 +71,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "signal N",
-        "The final attempt died of signal N, or retry received SIGINT, SIGTERM, SIGHUP or SIGQUIT: retry dies of the same signal (core dumps off), so a shell shows 128+N.",
+        "The final attempt died of signal N, or retry received SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 or SIGALRM: retry dies of the same signal (core dumps off), so a shell shows 128+N. A command that died of SIGPIPE (its reader went away) ends the run quietly with 141.",
     ),
 ];
 
@@ -91,7 +94,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_HINT_FILE",
-        "Given to the child: a path the attempt may write one word to, which decides over every other rule: 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap). Read after the attempt, removed before the next.",
+        "Given to the child: a path in a private directory of the run that the attempt may write one word to, which decides over every rule except what is decided first (a success, a timeout, a death by SIGINT, SIGQUIT or SIGPIPE): 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap; a request longer than --max-retry-after is not obeyed, with a warning). Only a regular file of at most 4 KiB is read, after the attempt; it is removed before the next.",
     ),
     (
         "RETRY_EXIT",
@@ -99,31 +102,51 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_OUTCOME",
-        "Given to --on-give-up: how the run ended, as the JSON done event's outcome: exhausted, deadline or permanent.",
+        "Given to --on-give-up: how the run ended, as the JSON done event's outcome: exhausted, deadline, permanent or budget-exhausted.",
     ),
     (
         "RETRY_ATTEMPTS",
-        "Given to --on-give-up: the number of attempts that ran.",
+        "Given to --on-give-up: the number of attempts that ran. The hooks also get RETRY_MAX_ATTEMPTS and RETRY_RUN_ID (--on-retry all the child's variables for the attempt to come, but no hint file).",
     ),
     (
         "RETRY_STATE_DIR",
-        "Where circuits (--circuit) are kept when --state-dir is not given; else $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
+        "Where circuits (--circuit) and budgets (--budget) are kept when neither --state-dir nor a Redis URL is given; when it is unset or empty, $XDG_STATE_HOME/retry, else $HOME/.local/state/retry, else the same under the password entry's home, else /tmp/retry-state-UID.",
     ),
     (
         "RETRY_STATE_URL",
-        "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS) where circuits are kept, shared by a fleet; the same as --state-url.",
+        "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS) where circuits and budgets are kept, shared by a fleet; the same as --state-url, but ignored when --state-dir is given, and empty counts as unset. Read only when a circuit or budget needs a store.",
     ),
     (
         "RETRY_PRESETS",
-        "A presets file read instead of $XDG_CONFIG_HOME/retry/presets.toml (see PRESETS); empty counts as unset.",
+        "A presets file read instead of $XDG_CONFIG_HOME/retry/presets.toml (see PRESETS); it must exist. Empty counts as unset.",
     ),
     (
         "XDG_CONFIG_HOME",
         "Where the user's presets file is looked for: $XDG_CONFIG_HOME/retry/presets.toml, else ~/.config/retry/presets.toml.",
     ),
     (
+        "XDG_STATE_HOME, HOME",
+        "Where the state directory is when RETRY_STATE_DIR is not set (see above).",
+    ),
+    (
+        "TMPDIR",
+        "Where the run's private directory (for RETRY_HINT_FILE) and the unnamed spools of --stdin replay and --buffer-stdout go.",
+    ),
+    (
         "NO_COLOR",
-        "When set and not empty, retry's messages are never coloured (they are coloured only on a terminal anyway).",
+        "When set and not empty, --color auto never colours retry's messages (--color always still does).",
+    ),
+    (
+        "CLICOLOR, CLICOLOR_FORCE, TERM",
+        "Under --color auto: CLICOLOR=0 or TERM=dumb turns colour off; a non-empty CLICOLOR_FORCE turns it on even off a terminal, unless NO_COLOR is set (the rules of the anstream crate, which ripgrep and fd follow too).",
+    ),
+    (
+        "GITHUB_ACTIONS, GITLAB_CI",
+        "When true (exactly), and no --log-format is given, retry's messages are in the github or gitlab format: each attempt folded, failures as annotations on GitHub.",
+    ),
+    (
+        "GITHUB_OUTPUT, GITHUB_STEP_SUMMARY",
+        "When set (to existing regular files), the outermost retry appends its outputs (attempts, exit_code, outcome) and a summary table of the attempts at the end of every run, whatever the log format.",
     ),
 ];
 

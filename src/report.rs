@@ -153,6 +153,9 @@ pub(crate) struct DoneRecord {
     pub(crate) timed_out: bool,
     /// The signal the last attempt died of.
     pub(crate) signal: Option<i32>,
+    /// `--until-failure`: success means every counted run passed, as the
+    /// detail says.
+    pub(crate) until_failure: bool,
 }
 
 /// The attempt died of SIGPIPE: its reader went away on purpose
@@ -616,6 +619,8 @@ impl Reporter {
                 "attempts": 0,
                 "elapsed_ms": millis(elapsed),
                 "exit_code": exit_code,
+                "timed_out": false,
+                "signal": null,
                 "message": message,
             }));
         } else {
@@ -665,6 +670,10 @@ impl Reporter {
             "attempts"
         };
         match record.outcome {
+            RunOutcome::Success if record.until_failure => {
+                let line = format!("--until-failure: {} in {elapsed}", record.detail);
+                self.say(SUCCESS, &line);
+            }
             RunOutcome::Success => {
                 if record.attempts > 1 || self.verbosity == Verbosity::Verbose {
                     let line = format!(

@@ -147,6 +147,7 @@ pub(crate) fn run(
         detail,
         timed_out: last_ending.as_ref().is_some_and(|e: &Ending| e.timed_out),
         signal: last_ending.as_ref().and_then(Ending::signal),
+        until_failure: config.hooks.until_failure,
     });
     Ok(RunSummary {
         status,
@@ -443,15 +444,14 @@ impl<'a> Run<'a> {
             kill_after: config.kill_after,
         };
         let ran = hook::run(hook, &mut signals.events);
-        let done = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
-        // A hook cut short by --max-time ends the run: no retry follows.
-        let then = if done.is_some() {
-            "no retry: --max-time ran out"
+        let ends = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
+        let then = if ends.is_some() {
+            "no retry follows: the run ends"
         } else {
             "retrying anyway"
         };
         report_hook("on-retry", command, &ran, reporter, then);
-        done
+        ends
     }
 
     /// `--on-give-up`, once the run has failed (not under `--until-failure`,

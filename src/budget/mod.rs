@@ -27,6 +27,10 @@ pub(crate) const BUDGET: Kind = Kind {
     key_prefix: "retry:budget:",
     noun: "retry budget",
     fallback: "starting it afresh, full",
+    // Every run writes it, often all at once: not synced to disk (a power
+    // cut can lose the last writes, or leave a record that reads as
+    // corrupt: then it starts afresh, with a warning).
+    durable: false,
 };
 
 /// The defaults, and why: 0.2 as Finagle's and Linkerd's retry budgets
@@ -78,6 +82,8 @@ pub(crate) struct Budget {
     store: Box<dyn Store>,
     settings: BudgetSettings,
     explicit: bool,
+    /// The stored settings differ from those given: said once a run.
+    mismatch_said: std::cell::Cell<bool>,
 }
 
 /// What a retry got from the budget.
@@ -124,6 +130,7 @@ impl Budget {
             store,
             settings: config.settings,
             explicit: config.explicit,
+            mismatch_said: std::cell::Cell::new(false),
         })
     }
 
@@ -149,7 +156,7 @@ impl Budget {
                 result = Some(change(bucket));
             })?;
         let mut warnings: Vec<String> = updated.warning.into_iter().collect();
-        if let Some(stored) = mismatch {
+        if let Some(stored) = mismatch.filter(|_| !self.mismatch_said.replace(true)) {
             warnings.push(format!(
                 "retry budget {} was created with {}; using those, not {} (--budget-reset changes them)",
                 self.name,

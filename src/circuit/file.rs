@@ -57,6 +57,8 @@ struct Names {
     stem: String,
     json: String,
     lock: String,
+    /// Sync every write to disk (the record's kind asks it).
+    durable: bool,
 }
 
 impl Names {
@@ -65,6 +67,7 @@ impl Names {
         Names {
             json: format!("{stem}.json"),
             lock: format!("{stem}.lock"),
+            durable: kind.durable,
             stem,
         }
     }
@@ -271,13 +274,17 @@ impl FileStore {
         }
     }
 
-    /// Replace the record with `text`, atomically and durably.
+    /// Replace the record with `text`, atomically (and durably, when its
+    /// kind asks it).
     fn store(&self, names: &Names, text: &[u8]) -> Result<()> {
         if !(self.unnamed && self.write_unnamed(names, text)?) {
             self.write_named(names, text)?;
         }
-        // Make the rename itself durable.
-        rustix::fs::fsync(&self.fd).with_context(|| format!("syncing {}", self.dir.display()))?;
+        if names.durable {
+            // Make the rename itself durable.
+            rustix::fs::fsync(&self.fd)
+                .with_context(|| format!("syncing {}", self.dir.display()))?;
+        }
         Ok(())
     }
 
@@ -294,7 +301,7 @@ impl FileStore {
                 });
             }
         };
-        Self::fill(&fd, text)?;
+        Self::fill(&fd, text, names.durable)?;
         // A file without a name cannot be renamed over the state: give it
         // a temporary name first, then rename that.
         match safe_fs::link_unnamed(fd.as_fd(), self.fd.as_fd(), &mut || {
@@ -313,19 +320,22 @@ impl FileStore {
             safe_fs::create_exclusive(self.fd.as_fd(), &mut || names.temporary().into(), 0o600)
                 .with_context(|| format!("creating a temporary file in {}", self.dir.display()))?;
         let temp = temp.to_string_lossy().into_owned();
-        if let Err(err) = Self::fill(&fd, text) {
+        if let Err(err) = Self::fill(&fd, text, names.durable) {
             let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
             return Err(err);
         }
         self.rename_into_place(&temp, names)
     }
 
-    /// Mode 0600 on the descriptor (whatever the umask), the text, fsync.
-    fn fill(fd: &OwnedFd, text: &[u8]) -> Result<()> {
+    /// Mode 0600 on the descriptor (whatever the umask), the text, and
+    /// fsync when `durable`.
+    fn fill(fd: &OwnedFd, text: &[u8], durable: bool) -> Result<()> {
         rustix::fs::fchmod(fd, Mode::from_raw_mode(0o600)).context("setting the state's mode")?;
         let mut file = File::from(fd.try_clone().context("writing the state")?);
         file.write_all(text).context("writing the state")?;
-        file.sync_all().context("syncing the state")?;
+        if durable {
+            file.sync_all().context("syncing the state")?;
+        }
         Ok(())
     }
 

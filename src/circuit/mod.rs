@@ -55,7 +55,8 @@ pub(crate) fn default_state_dir() -> PathBuf {
     if let Some(dir) = nonempty("RETRY_STATE_DIR") {
         return dir;
     }
-    if let Some(dir) = nonempty("XDG_STATE_HOME") {
+    // The XDG base directory spec: a relative path is to be ignored.
+    if let Some(dir) = nonempty("XDG_STATE_HOME").filter(|dir| dir.is_absolute()) {
         return dir.join("retry");
     }
     if let Some(home) = nonempty("HOME").or_else(password_home) {

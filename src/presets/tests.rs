@@ -129,7 +129,9 @@ fn every_fixture_gets_its_verdict_and_message_from_the_real_classifier() {
             let rules = compiled
                 .entry(name.clone())
                 .or_insert_with(|| rules_of(&builtin_named(&name)));
-            let (class, reason) = judge_with(rules, case.exit, &case.stderr);
+            // stdout lines are scanned as under --scan-stdout.
+            let lines: Vec<String> = case.stderr.iter().chain(&case.stdout).cloned().collect();
+            let (class, reason) = judge_with(rules, case.exit, &lines);
             judged += 1;
             if class.as_str() != case.verdict {
                 failures.push(format!(

@@ -263,3 +263,21 @@ fn bad_budget_values_are_usage_errors() {
         assert!(!marker.exists(), "{args:?}");
     }
 }
+
+#[test]
+fn other_settings_are_said_once_a_run() {
+    let state = state_dir();
+    retry()
+        .args(budgeted(state.path(), "once", "1", "0"))
+        .arg("--budget-reset")
+        .assert()
+        .success();
+    // A run that deposits and withdraws: two exchanges, one warning.
+    let out = retry()
+        .args(budgeted(state.path(), "once", "5", "0"))
+        .args(["-n", "3", "--", "false"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("was created with").count(), 1, "{stderr}");
+}

@@ -699,3 +699,38 @@ fn help_and_explain_tell_of_the_hooks_and_conditions() {
             "--until-failure: the command runs again",
         ));
 }
+
+#[test]
+fn the_words_of_a_hunt_and_of_a_hook_cut_short_tell_what_happened() {
+    // --until-failure says how many runs passed, not "succeeded on attempt N".
+    let out = retry()
+        .args(["-n", "3", "-d", "0", "--until-failure", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--until-failure: all 3 runs passed"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("succeeded on attempt"), "{stderr}");
+    // A hook cut short by --max-time is not followed by a retry: no
+    // "retrying anyway".
+    let out = retry()
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "10ms",
+            "-t",
+            "500ms",
+            "--on-retry",
+            "sleep 5",
+        ])
+        .args(["--", "sh", "-c", "exit 4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no retry follows"), "{stderr}");
+    assert!(!stderr.contains("retrying anyway"), "{stderr}");
+}

@@ -846,6 +846,9 @@ fn a_hook_that_ignores_sigterm_past_max_time_ends_the_run_and_says_so() {
     );
     // Before: "retrying anyway", and then no retry.
     assert!(!stderr.contains("retrying anyway"), "{stderr}");
-    assert!(stderr.contains("no retry: --max-time ran out"), "{stderr}");
+    assert!(
+        stderr.contains("no retry follows: the run ends"),
+        "{stderr}"
+    );
     assert!(none_left(&mark, Duration::from_secs(5)));
 }

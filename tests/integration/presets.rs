@@ -1,7 +1,8 @@
-//! Presets end to end: the real tools (curl, wget, git, rsync, ssh) against
-//! a local HTTP server or a closed port on 127.0.0.1, the preset chosen from
-//! the command name or by --preset; user presets files that add and replace
-//! presets; malformed files; --preset list, show and none.
+//! Presets end to end: the real tools (curl, wget, git, rsync, ssh, pip,
+//! apt-get) against a local HTTP server or a closed port on 127.0.0.1, or a
+//! lock held in a scratch directory, the preset chosen from the command
+//! name or by --preset; user presets files that add and replace presets;
+//! malformed files; --preset list, show and none.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -11,18 +12,22 @@ use predicates::prelude::*;
 
 use crate::util::*;
 
-/// Is `tool` installed? (scripts/test installs curl, wget, git, rsync and
-/// ssh; a machine without one says so and skips its test.)
+/// Is `tool` installed? (scripts/test installs curl, wget, git, rsync, ssh
+/// and pip; a machine without one says so and skips its test.)
 fn have(tool: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let found = on_path(tool);
     if !found {
         eprintln!("{tool} is not installed: skipping its preset test");
     }
     found
+}
+
+fn on_path(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// A port on 127.0.0.1 where nothing listens.
@@ -798,4 +803,510 @@ fn curl_and_wget_retry_a_reset_and_an_empty_reply() {
     );
     assert_eq!(served.load(Ordering::SeqCst), 2);
     assert_eq!(attempts(&events)[0]["outcome"], "transient");
+}
+
+// ---- pip and apt-get against a local index (issue 16: "apt-get and pip
+// against a local index that answers 503 vs 404") ----
+
+/// The pip on PATH, by a file name the pip preset is chosen for (`python3
+/// -m pip` would be python3's). None, said on stderr, when there is none.
+fn pip_command() -> Option<&'static str> {
+    let found = ["pip3", "pip"].into_iter().find(|name| on_path(name));
+    if found.is_none() {
+        eprintln!("pip is not installed: skipping its preset test");
+    }
+    found
+}
+
+const WHEEL: &str = "demo_pkg-1.0-py3-none-any.whl";
+
+/// The wheel of project demo-pkg 1.0, written by python3's zipfile.
+fn demo_wheel(dir: &Path) -> Vec<u8> {
+    let path = dir.join(WHEEL);
+    let made = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile\n\
+             with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+             \x20   z.writestr('demo_pkg/__init__.py', '')\n\
+             \x20   z.writestr('demo_pkg-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: demo-pkg\\nVersion: 1.0\\n')\n\
+             \x20   z.writestr('demo_pkg-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: retry-tests\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+             \x20   z.writestr('demo_pkg-1.0.dist-info/RECORD', '')\n",
+        ])
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::read(&path).unwrap()
+}
+
+/// A package index on 127.0.0.1 with one project, demo-pkg: `page(n)` is
+/// the status of the n-th request (from 0) for its project page
+/// `/simple/demo-pkg/`, `file(n)` that for its wheel; a 200 serves the page
+/// or the wheel.
+fn pip_index(
+    wheel: Vec<u8>,
+    page: impl Fn(usize) -> &'static str + Send + 'static,
+    file: impl Fn(usize) -> &'static str + Send + 'static,
+) -> (u16, Served) {
+    http_routes(move |path, n| {
+        let (status, ok) = if path == "/simple/demo-pkg/" {
+            let html =
+                format!("<html><body><a href=\"/files/{WHEEL}\">{WHEEL}</a></body></html>\n");
+            (
+                page(n),
+                ("200 OK|Content-Type: text/html\r\n", html.into_bytes()),
+            )
+        } else if path == format!("/files/{WHEEL}") {
+            let binary = "200 OK|Content-Type: application/octet-stream\r\n";
+            (file(n), (binary, wheel.clone()))
+        } else {
+            ("404 Not Found", ("", Vec::new()))
+        };
+        if status.starts_with("200") {
+            ok
+        } else {
+            (status, format!("{status}\n").into_bytes())
+        }
+    })
+}
+
+/// Run `retry -d 1ms RETRY_ARGS -- PIP download PIP_ARGS ... demo-pkg`
+/// against the index on `port`, saving into `dest`: pip's own retries off
+/// (`--retries 0`), no cache, no version check, and none of the machine's
+/// pip settings (PIP_* variables, configuration files). The output, the
+/// events, and pip's own lines of stderr.
+fn pip_download(
+    pip: &str,
+    port: u16,
+    dest: &Path,
+    retry_args: &[&str],
+    pip_args: &[&str],
+) -> (std::process::Output, Vec<serde_json::Value>, Vec<String>) {
+    let mut command = retry_std();
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("PIP_") {
+            command.env_remove(&key);
+        }
+    }
+    let index = format!("http://127.0.0.1:{port}/simple/");
+    command
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .args(["--log-format", "json", "-d", "1ms"])
+        .args(retry_args)
+        .args(["--", pip, "download"])
+        .args(pip_args)
+        .args([
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--retries",
+            "0",
+            "--timeout",
+            "2",
+            "--index-url",
+            &index,
+            "--dest",
+        ])
+        .arg(dest)
+        .arg("demo-pkg")
+        .stdin(std::process::Stdio::null());
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (events, said): (Vec<&str>, Vec<&str>) = stderr
+        .lines()
+        .partition(|line| line.starts_with("{\"event\""));
+    let events = events
+        .into_iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (out, events, said.into_iter().map(str::to_string).collect())
+}
+
+fn count(served: &Served, path: &str) -> usize {
+    served.lock().unwrap().iter().filter(|p| *p == path).count()
+}
+
+#[test]
+fn pip_retries_a_503_from_the_index_and_stops_on_a_404() {
+    let Some(pip) = pip_command() else { return };
+    let dir = scratch();
+    let wheel = demo_wheel(dir.path());
+    let file = format!("/files/{WHEEL}");
+    // The wheel answers 503 twice: pip (no retries of its own) raises
+    // "too many 503 error responses" and exits 2; the third attempt saves it.
+    let (port, served) = pip_index(
+        wheel.clone(),
+        |_| "200 OK",
+        |n| {
+            if n < 2 {
+                "503 Service Unavailable"
+            } else {
+                "200 OK"
+            }
+        },
+    );
+    let dest = dir.path().join("a");
+    let (out, events, said) = pip_download(pip, port, &dest, &[], &[]);
+    assert!(out.status.success(), "{said:?} {events:?}");
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 3, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 2; the package server answered HTTP 503 to every try (preset pip, chosen from the command name)"
+    );
+    assert_eq!(
+        tried[1]["reason"],
+        "exit 2; the package server answered HTTP 503 to every try (preset pip)"
+    );
+    assert_eq!(count(&served, &file), 3);
+    assert_eq!(std::fs::read(dest.join(WHEEL)).unwrap(), wheel);
+
+    // The wheel answers 404: pip says so, exits 1, and one attempt is all.
+    let (port, served) = pip_index(wheel, |_| "200 OK", |_| "404 Not Found");
+    let (out, events, said) = pip_download(pip, port, &dir.path().join("b"), &[], &[]);
+    assert_eq!(out.status.code(), Some(1), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|line| line.contains("ERROR: HTTP error 404 while getting")),
+        "{said:?}"
+    );
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 1, "{events:?}");
+    assert_eq!(tried[0]["outcome"], "permanent");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 1; the package server answered HTTP 404 (preset pip, chosen from the command name)"
+    );
+    assert_eq!(count(&served, &file), 1);
+}
+
+/// pip hides why it skipped a project page unless asked (-vv, on stdout):
+/// at its default verbosity a 503 page reads as a missing project and
+/// stops; `pip -vv` under `retry --scan-stdout` tells them apart.
+#[test]
+fn pip_tells_a_503_project_page_from_a_missing_project_only_under_vv_and_scan_stdout() {
+    let Some(pip) = pip_command() else { return };
+    let dir = scratch();
+    let wheel = demo_wheel(dir.path());
+    let page = "/simple/demo-pkg/";
+    let mut lines = Vec::new();
+    for status in ["503 Service Unavailable", "404 Not Found"] {
+        let (port, served) = pip_index(wheel.clone(), move |_| status, |_| "200 OK");
+        let (out, events, said) = pip_download(pip, port, &dir.path().join("a"), &[], &[]);
+        assert_eq!(out.status.code(), Some(1), "{said:?}");
+        let tried = attempts(&events);
+        assert_eq!(tried.len(), 1, "{status}: {events:?}");
+        assert_eq!(
+            tried[0]["reason"],
+            "exit 1; pip reported an error and no network failure (preset pip, chosen from the command name)"
+        );
+        assert_eq!(*served.lock().unwrap(), vec![page.to_string()]);
+        lines.push(said);
+    }
+    assert_eq!(lines[0], lines[1]);
+    assert!(
+        lines[0].contains(&"ERROR: No matching distribution found for demo-pkg".to_string()),
+        "{lines:?}"
+    );
+
+    // -vv and --scan-stdout: a 503 page (which pip, but for --retries 0,
+    // would have retried itself first) is transient, and the next attempt
+    // gets the wheel.
+    let (port, served) = pip_index(
+        wheel.clone(),
+        |n| {
+            if n < 1 {
+                "503 Service Unavailable"
+            } else {
+                "200 OK"
+            }
+        },
+        |_| "200 OK",
+    );
+    let dest = dir.path().join("b");
+    let (out, events, said) = pip_download(pip, port, &dest, &["--scan-stdout"], &["-vv"]);
+    assert!(out.status.success(), "{said:?} {events:?}");
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 2, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 1; the package server answered HTTP 503 to every try (preset pip, chosen from the command name)"
+    );
+    assert_eq!(count(&served, page), 2);
+    assert_eq!(std::fs::read(dest.join(WHEEL)).unwrap(), wheel);
+
+    // A 502, which pip does not retry: named by the page's status.
+    let (port, served) = pip_index(wheel.clone(), |_| "502 Bad Gateway", |_| "200 OK");
+    let (out, events, _) = pip_download(
+        pip,
+        port,
+        &dir.path().join("c"),
+        &["-n", "2", "--scan-stdout"],
+        &["-vv"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 2, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 1; the index answered HTTP 502 for the project page (preset pip, chosen from the command name)"
+    );
+    assert_eq!(count(&served, page), 2);
+
+    // A 404 page under -vv still stops at once.
+    let (port, served) = pip_index(wheel, |_| "404 Not Found", |_| "200 OK");
+    let (out, events, _) = pip_download(
+        pip,
+        port,
+        &dir.path().join("d"),
+        &["--scan-stdout"],
+        &["-vv"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 1, "{events:?}");
+    assert_eq!(tried[0]["outcome"], "permanent");
+    assert_eq!(count(&served, page), 1);
+}
+
+/// A Release file for suite `stable`, component `main`, whose one index
+/// (amd64 Packages) is empty: apt makes an empty file itself and asks the
+/// mirror for nothing more.
+const RELEASE: &str = "Origin: retry-tests\nLabel: retry-tests\nSuite: stable\nCodename: stable\n\
+Date: Tue, 01 Dec 2026 00:00:00 UTC\nArchitectures: amd64\nComponents: main\nSHA256:\n \
+e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 0 main/binary-amd64/Packages\n";
+
+/// An apt configuration in `dir`, for `APT_CONFIG`, that leaves the system's
+/// apt and dpkg alone: no /etc/apt/apt.conf.d (whose update hooks would
+/// run) or sources.list.d; the sources list `sources`, the lists, the
+/// caches and the dpkg status in `dir`, and with the status the dpkg locks
+/// (apt takes lock-frontend and lock next to it); dpkg itself is `false`.
+/// apt's own retries are off, and its downloads not handed to user _apt
+/// (who could not enter the private scratch directory).
+fn apt_sandbox(dir: &Path, sources: &str) -> std::path::PathBuf {
+    for sub in ["parts", "lists/partial", "cache/archives/partial"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(dir.join("sources.list"), format!("{sources}\n")).unwrap();
+    std::fs::write(dir.join("status"), "").unwrap();
+    let d = dir.display();
+    let config = dir.join("apt.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "Dir::Etc::main \"/dev/null\";\n\
+             Dir::Etc::parts \"{d}/parts\";\n\
+             Dir::Etc::sourcelist \"{d}/sources.list\";\n\
+             Dir::Etc::sourceparts \"{d}/parts\";\n\
+             Dir::State::lists \"{d}/lists\";\n\
+             Dir::State::status \"{d}/status\";\n\
+             Dir::State::extended_states \"{d}/extended_states\";\n\
+             Dir::Cache \"{d}/cache\";\n\
+             Dir::Log \"{d}/log\";\n\
+             Dir::Bin::dpkg \"/bin/false\";\n\
+             APT::Sandbox::User \"root\";\n\
+             Acquire::Retries \"0\";\n\
+             Acquire::http::Timeout \"2\";\n\
+             Acquire::http::Pipeline-Depth \"0\";\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// `apt-get update --error-on=any` (the flag the preset's notes ask for):
+/// a mirror's 503 is retried, a 404 or a missing Release file stops; and
+/// without the flag a 503 never reaches retry.
+#[test]
+fn apt_get_update_retries_a_503_from_the_mirror_and_stops_on_a_404() {
+    if !have("apt-get") {
+        return;
+    }
+    // InRelease answers 503 twice, then 404 (an unsigned mirror: apt then
+    // takes Release, trusted=yes).
+    let dir = scratch();
+    let (port, served) = http_routes(|path, n| match path {
+        "/debian/dists/stable/InRelease" if n < 2 => {
+            ("503 Service Unavailable", b"busy\n".to_vec())
+        }
+        "/debian/dists/stable/Release" => ("200 OK", RELEASE.as_bytes().to_vec()),
+        _ => ("404 Not Found", b"not found\n".to_vec()),
+    });
+    let config = apt_sandbox(
+        dir.path(),
+        &format!("deb [trusted=yes arch=amd64] http://127.0.0.1:{port}/debian stable main"),
+    );
+    let (out, events) = json(
+        &[("APT_CONFIG", &config)],
+        &["-d", "1ms", "--", "apt-get", "update", "--error-on=any"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 3, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 100; the mirror answered HTTP 503 (preset apt, chosen from the command name)"
+    );
+    assert_eq!(
+        tried[1]["reason"],
+        "exit 100; the mirror answered HTTP 503 (preset apt)"
+    );
+    assert_eq!(count(&served, "/debian/dists/stable/InRelease"), 3);
+    assert!(
+        dir.path()
+            .join(format!(
+                "lists/127.0.0.1:{port}_debian_dists_stable_Release"
+            ))
+            .is_file()
+    );
+
+    // Every file answers 404: apt names the first index it could not get.
+    let dir = scratch();
+    let (port, served) = http_routes(|_, _| ("404 Not Found", b"not found\n".to_vec()));
+    let config = apt_sandbox(
+        dir.path(),
+        &format!("deb [trusted=yes arch=amd64] http://127.0.0.1:{port}/debian stable main"),
+    );
+    let (out, events) = json(
+        &[("APT_CONFIG", &config)],
+        &["-d", "1ms", "--", "apt-get", "update", "--error-on=any"],
+    );
+    assert_eq!(out.status.code(), Some(100));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 1, "{events:?}");
+    assert_eq!(tried[0]["outcome"], "permanent");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 100; the mirror answered HTTP 404 (preset apt, chosen from the command name)"
+    );
+    assert_eq!(count(&served, "/debian/dists/stable/InRelease"), 1);
+
+    // The same mirror, not trusted=yes: no Release file, apt stops there.
+    let dir = scratch();
+    let config = apt_sandbox(
+        dir.path(),
+        &format!("deb http://127.0.0.1:{port}/debian stable main"),
+    );
+    let before = served.lock().unwrap().len();
+    let (out, events) = json(
+        &[("APT_CONFIG", &config)],
+        &["-d", "1ms", "--", "apt-get", "update", "--error-on=any"],
+    );
+    assert_eq!(out.status.code(), Some(100));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 1, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        "exit 100; the repository is missing or its signature does not verify (preset apt, chosen from the command name)"
+    );
+    assert_eq!(
+        served.lock().unwrap()[before..],
+        [
+            "/debian/dists/stable/InRelease",
+            "/debian/dists/stable/Release"
+        ]
+    );
+
+    // Without --error-on=any, as the preset's notes say, `apt-get update`
+    // only warns about the mirror's 503 and exits 0: nothing to retry.
+    let dir = scratch();
+    let (port, served) = http_routes(|_, _| ("503 Service Unavailable", b"busy\n".to_vec()));
+    let config = apt_sandbox(
+        dir.path(),
+        &format!("deb [trusted=yes arch=amd64] http://127.0.0.1:{port}/debian stable main"),
+    );
+    let (out, events) = json(
+        &[("APT_CONFIG", &config)],
+        &["-d", "1ms", "--", "apt-get", "update"],
+    );
+    assert!(out.status.success());
+    assert_eq!(attempts(&events).len(), 1, "{events:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "W: Failed to fetch http://127.0.0.1:{port}/debian/dists/stable/InRelease  503  Service Unavailable"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(count(&served, "/debian/dists/stable/InRelease"), 1);
+}
+
+/// The dpkg frontend lock, held by another process: transient; once it is
+/// free, the unknown package: permanent. The lock is the sandbox's (next to
+/// its dpkg status), never the system's. The holder lets go when the
+/// --on-retry hook asks, and the hook waits until it has, so that the
+/// second attempt finds the lock free.
+#[test]
+fn apt_get_install_waits_for_a_held_dpkg_lock_and_stops_on_an_unknown_package() {
+    if !have("apt-get") || !have("python3") {
+        return;
+    }
+    let dir = scratch();
+    let config = apt_sandbox(dir.path(), "");
+    let lock = dir.path().join("lock-frontend");
+    let go = dir.path().join("go");
+    let mut holder = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, os, sys, time\n\
+             f = open(sys.argv[1], 'w')\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('locked', flush=True)\n\
+             end = time.monotonic() + 30\n\
+             while not os.path.exists(sys.argv[2]) and time.monotonic() < end:\n\
+             \x20   time.sleep(0.01)\n\
+             f.close()\n\
+             os.remove(sys.argv[2])\n",
+        ])
+        .arg(&lock)
+        .arg(&go)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut locked = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut locked,
+    )
+    .unwrap();
+    assert_eq!(locked, "locked\n");
+    let hook = format!(
+        "touch '{go}'; for i in $(seq 1000); do [ -e '{go}' ] || break; sleep 0.01; done",
+        go = go.display()
+    );
+    let (out, events) = json(
+        &[("APT_CONFIG", &config)],
+        &[
+            "-d",
+            "1ms",
+            "--on-retry",
+            &hook,
+            "--",
+            "apt-get",
+            "install",
+            "-y",
+            "no-such-package-xyz",
+        ],
+    );
+    let _ = holder.wait();
+    assert_eq!(out.status.code(), Some(100));
+    let tried = attempts(&events);
+    assert_eq!(tried.len(), 2, "{events:?}");
+    assert_eq!(
+        tried[0]["reason"],
+        format!(
+            "exit 100; another process holds the lock {} (preset apt, chosen from the command name)",
+            lock.display()
+        )
+    );
+    assert_eq!(tried[1]["outcome"], "permanent");
+    assert_eq!(
+        tried[1]["reason"],
+        "exit 100; apt has no such package or version (preset apt)"
+    );
 }

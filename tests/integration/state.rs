@@ -196,3 +196,58 @@ fn credentials_never_appear_in_messages_whatever_the_url_form() {
         );
     }
 }
+
+#[test]
+fn a_refused_runs_done_event_has_the_same_fields_as_any_other() {
+    let state = private_dir();
+    let args = [
+        "-q",
+        "-n",
+        "1",
+        "--circuit",
+        "refuse",
+        "--circuit-threshold",
+        "1",
+    ];
+    retry()
+        .args(args)
+        .arg("--state-dir")
+        .arg(state.path())
+        .args(["--", "false"])
+        .assert()
+        .code(1);
+    let out = retry()
+        .args([
+            "-n",
+            "1",
+            "--circuit",
+            "refuse",
+            "--log-format",
+            "json",
+            "--state-dir",
+        ])
+        .arg(state.path())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    let done = json_events(&out.stderr).pop().unwrap();
+    assert_eq!(done["outcome"], "circuit-open");
+    assert_eq!(done["timed_out"], false);
+    assert!(done["signal"].is_null());
+}
+
+#[test]
+fn a_relative_xdg_state_home_is_ignored_as_the_spec_says() {
+    let home = private_dir();
+    let out = retry()
+        .env("XDG_STATE_HOME", "relative/state")
+        .env("HOME", home.path())
+        .env_remove("RETRY_STATE_DIR")
+        .args(["--circuit", "xdg", "--circuit-status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected = home.path().join(".local/state/retry/xdg.json");
+    assert!(text.contains(&expected.display().to_string()), "{text}");
+}

@@ -325,3 +325,66 @@ pub(crate) fn curl_available() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// What [`http_routes`] answers: a status line (`"503 Service
+/// Unavailable"`, with header lines after a `|` as for [`http_server`]:
+/// `"200 OK|Content-Type: text/html\r\n"`) and a body.
+pub(crate) type Answer = (&'static str, Vec<u8>);
+
+/// The requests a server from [`http_routes`] has answered: their paths, in
+/// order.
+pub(crate) type Served = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A one-thread HTTP server on 127.0.0.1 that answers each GET by its
+/// path, as `answer(path, n)` says, `n` being how many times that path was
+/// asked for before (so that "503 twice, then the file" is one closure).
+/// One request per connection (`Connection: close`); the server reads what
+/// the client sent after it before closing, so that a pipelining client
+/// (apt) gets its answer and not a reset. Returns the port and the paths
+/// served.
+pub(crate) fn http_routes<F>(answer: F) -> (u16, Served)
+where
+    F: Fn(&str, usize) -> Answer + Send + 'static,
+{
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Served::default();
+    let log = served.clone();
+    std::thread::spawn(move || {
+        let mut asked: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" || line == "\n" {
+                    break;
+                }
+                if request.is_empty() {
+                    request.clone_from(&line);
+                }
+                line.clear();
+            }
+            let Some(path) = request.split_whitespace().nth(1).map(str::to_string) else {
+                continue;
+            };
+            let n = asked.entry(path.clone()).or_default();
+            let (status, body) = answer(&path, *n);
+            *n += 1;
+            log.lock().unwrap().push(path);
+            let (status, extra) = status.split_once('|').unwrap_or((status, ""));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&body);
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+        }
+    });
+    (port, served)
+}

@@ -139,7 +139,7 @@ pub(super) fn open_private(path: &Path) -> Result<OwnedFd> {
     }
     if stat.st_mode & 0o022 != 0 {
         bail!(
-            "state directory {shown} is writable by others (mode {:o}): refusing it, since anyone who can write there can open your circuits (chmod go-w it)",
+            "state directory {shown} is writable by others (mode {:o}): refusing it, since anyone who can write there can steer your circuits and budgets (chmod go-w it)",
             stat.st_mode & 0o7777
         );
     }

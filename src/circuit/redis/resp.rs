@@ -89,6 +89,30 @@ impl Deadline {
             left.map_or(SIGNAL_SLICE, |left| left.min(SIGNAL_SLICE)),
         ))
     }
+
+    /// `pause`, cut short so that it ends by the deadline at the latest.
+    pub(super) fn clamp(&self, pause: Duration) -> Duration {
+        match self.end {
+            None => pause,
+            Some(end) => pause.min(end.saturating_duration_since(Instant::now())),
+        }
+    }
+
+    /// Sleep `pause`, ending by the deadline at the latest, and at once
+    /// (with [`Interrupted`]) when a signal to retry ends the exchange.
+    pub(super) fn pause(&self, pause: Duration) -> io::Result<()> {
+        let wake = Instant::now() + self.clamp(pause);
+        loop {
+            if self.signals && terminating_arrived() {
+                return Err(io::Error::other(Interrupted));
+            }
+            let left = wake.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(SIGNAL_SLICE));
+        }
+    }
 }
 
 /// What went wrong in an exchange.
@@ -596,6 +620,23 @@ mod tests {
             .get_connection_info()
             .clone();
         (info, server)
+    }
+
+    #[test]
+    fn a_pause_never_outlasts_the_deadline() {
+        let second = Duration::from_secs(1);
+        let deadline = Deadline::new(Duration::from_millis(100), Patience::default());
+        assert!(deadline.clamp(second) <= Duration::from_millis(100));
+        assert_eq!(deadline.clamp(Duration::ZERO), Duration::ZERO);
+        let spent = Deadline::new(Duration::ZERO, Patience::default());
+        assert_eq!(spent.clamp(second), Duration::ZERO);
+        let unlimited = Deadline {
+            started: Instant::now(),
+            end: None,
+            by_run: false,
+            signals: false,
+        };
+        assert_eq!(unlimited.clamp(second), second);
     }
 
     fn one_reply(reply: &'static [u8]) -> Result<Reply, Trouble> {
