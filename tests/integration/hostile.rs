@@ -592,37 +592,83 @@ fn a_presets_file_others_can_write_decides_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the planted preset says stop"), "{stderr}");
 
-    // Writable by anyone: before, obeyed all the same.
+    // Writable by anyone: before, obeyed all the same. Now ignored with a
+    // warning (the run goes on with the built-ins), and refused when
+    // RETRY_PRESETS names it.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = run();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("is writable by others (mode 0666; chmod go-w)"),
+        stderr.contains("is writable by others (mode 0666; chmod go-w): ignored"),
         "{stderr}"
     );
+    assert!(stderr.contains("attempt 2/2"), "{stderr}");
     assert!(!stderr.contains("says stop"), "{stderr}");
+    let out = retry()
+        .env("RETRY_PRESETS", &file)
+        .args(["-n", "2", "-d", "0", "--", "false"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("refusing it"), "{stderr}");
 
     if skip_unless_root("a_presets_file_others_can_write_decides_nothing (another owner)") {
         return;
     }
     // Another user's, even read-only to them: root running with their
-    // HOME (sudo -E) must not take its policy from them.
+    // HOME (sudo -E) takes no policy from them, and they cannot make its
+    // runs fail either.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
     let out = run();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("belongs to another user (uid 65534)"),
         "{stderr}"
     );
+    assert!(!stderr.contains("says stop"), "{stderr}");
     let out = retry()
-        .env("RETRY_PRESETS", &file)
+        .env("XDG_CONFIG_HOME", &config)
         .args(["--preset", "list"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(125));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("presets.toml (ignored)"), "{stdout}");
+}
+
+#[test]
+fn a_presets_file_we_cannot_read_does_not_stop_the_run() {
+    if skip_unless_root("a_presets_file_we_cannot_read_does_not_stop_the_run") {
+        return;
+    }
+    // Root's configuration, and a job run as nobody with root's HOME (su
+    // or sudo -u without a login): before, every run failed with 125.
+    let dir = scratch();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("retry")).unwrap();
+    std::fs::write(config.join("retry/presets.toml"), STOP_FALSE).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let Ok(out) = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["-n", "1", "--", "true"])
+        .env("XDG_CONFIG_HOME", &config)
+        .env_remove("RETRY_PRESETS")
+        .output()
+    else {
+        eprintln!("skipped: no setpriv (util-linux)");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cannot be read (Permission denied"),
+        "{stderr}"
+    );
 }
 
 // ---- A reader of retry's output that takes nothing ----
