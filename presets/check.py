@@ -72,6 +72,16 @@ class Problems:
         self.errors.append(f"{where}: {what}")
 
 
+def plain_text(text: str) -> bool:
+    """What schema.rs accepts for a description or a means: no control
+    character (C0, DEL, C1, nor the Unicode line and paragraph separators),
+    at most 500 characters."""
+    unprintable = any(
+        ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in text
+    )
+    return not unprintable and len(text) <= 500
+
+
 def parse_codes(text: str) -> list[int]:
     """The --retry-on-exit syntax: `1,7,28,52-56`."""
     codes: list[int] = []
@@ -216,6 +226,8 @@ def load_presets(path: Path, problems: Problems, builtin: bool) -> list[Preset]:
         description = table["description"]
         if not description.strip() or "\n" in description:
             problems.add(where, "description must be one non-empty line")
+        elif not plain_text(description):
+            problems.add(where, "description must be plain text of at most 500 characters")
         commands = table["commands"]
         for command in commands:
             if not isinstance(command, str) or not command or "/" in command or command != command.strip() or " " in command:
@@ -249,6 +261,8 @@ def load_presets(path: Path, problems: Problems, builtin: bool) -> list[Preset]:
                 seen_codes[code] = index
             if not rule["means"].strip() or "\n" in rule["means"]:
                 problems.add(rwhere, "means must be one non-empty line")
+            elif not plain_text(rule["means"]):
+                problems.add(rwhere, "means must be plain text of at most 500 characters")
             if "{" in rule["means"].replace("{{", "").replace("}}", ""):
                 problems.add(rwhere, "means of an exit rule has no capture groups to quote")
             exits.append(ExitRule(rule["kind"], codes, rule["means"], rule.get("source", "")))
@@ -265,6 +279,8 @@ def load_presets(path: Path, problems: Problems, builtin: bool) -> list[Preset]:
                 problems.add(rwhere, f"kind must be one of {KINDS}")
             if not rule["means"].strip() or "\n" in rule["means"]:
                 problems.add(rwhere, "means must be one non-empty line")
+            elif not plain_text(rule["means"]):
+                problems.add(rwhere, "means must be plain text of at most 500 characters")
             regex = compile_pattern(problems, rwhere, rule["pattern"], rule["means"])
             if regex is not None:
                 outputs.append(OutputRule(rule["kind"], rule["pattern"], regex, rule["means"], rule.get("source", "")))

@@ -11,6 +11,7 @@ use clap::error::ErrorKind;
 
 use crate::budget::Budget;
 use crate::circuit::breaker::{Admission, RunResult};
+use crate::circuit::store::Interrupted;
 use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
 use crate::config::{Config, Mode};
@@ -314,6 +315,9 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
             }
             Gate::Admitted
         }
+        // A signal cut the wait short: the run ends on it before anything
+        // starts, and the store was not at fault.
+        Err(err) if err.is::<Interrupted>() => Gate::Unchecked,
         Err(err) => {
             reporter.warning(
                 "circuit",

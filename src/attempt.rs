@@ -14,13 +14,14 @@
 
 use std::fs::File;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use crate::child::{ChildIo, Ending, Launch};
-use crate::fd::{CancelPipe, own_fd, pipe};
+use crate::fd::{CancelPipe, Outlet, pipe};
 use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
 use crate::signals::Events;
 use crate::stdin::AttemptStdin;
@@ -97,6 +98,10 @@ pub(crate) fn run(
     events: &mut Events,
 ) -> Result<Outcome> {
     let started = Instant::now();
+    // Set once the attempt is over and the run is ending (a signal, a time
+    // limit): a pump then stops waiting for a reader that takes nothing.
+    let abandon = AtomicBool::new(false);
+    let give_up = || abandon.load(Ordering::SeqCst);
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
     let scan_stdout = scanning && output.scan_stdout;
@@ -107,7 +112,10 @@ pub(crate) fn run(
         let (source, sink) = output_pipe()?;
         jobs.push(PumpJob {
             source,
-            destination: Destination::Fd(own_fd(2)),
+            destination: Destination::Outlet {
+                outlet: Outlet::new(2),
+                give_up: &give_up,
+            },
             stream: if one_pipe {
                 Stream::Both
             } else {
@@ -123,7 +131,10 @@ pub(crate) fn run(
         let (source, sink) = output_pipe()?;
         let destination = match output.stdout_spool {
             Some(spool) => Destination::File(spool.try_clone()?),
-            None => Destination::Fd(own_fd(1)),
+            None => Destination::Outlet {
+                outlet: Outlet::new(1),
+                give_up: &give_up,
+            },
         };
         jobs.push(PumpJob {
             source,
@@ -193,8 +204,21 @@ pub(crate) fn run(
             } else {
                 // Held open by something that outlived the attempt.
                 pump_cancel.cancel();
-                if let Ok(report) = reports.recv() {
-                    collected.push(report);
+                // Or held in a write by a reader downstream that takes
+                // nothing: let go of it once the run is ending, so that
+                // neither a signal nor a time limit waits for that reader.
+                let ending_now = crate::signals::terminating_arrived()
+                    || ending.timed_out
+                    || spec
+                        .deadline
+                        .is_some_and(|deadline| Instant::now() >= deadline);
+                if ending_now {
+                    abandon.store(true, Ordering::SeqCst);
+                }
+                match reports.recv_timeout(crate::fd::STALL_SLICE) {
+                    Ok(report) => collected.push(report),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             }
         }

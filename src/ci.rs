@@ -17,6 +17,7 @@ use rand::RngExt;
 use rand::rngs::SmallRng;
 use rustix::fs::{Mode, OFlags};
 
+use crate::safe_fs::Unopened;
 use crate::text::{escape_controls, sanitize_line};
 use crate::values::human;
 
@@ -341,13 +342,14 @@ fn summary(result: &StepResult<'_>, log: &AttemptLog) -> String {
 fn append(path: &Path, text: &str, limit: Option<u64>) -> Result<(), String> {
     let flags =
         OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|err| {
+    // A symlink another user planted in a sticky directory is not followed.
+    let fd = crate::safe_fs::open_trusted(path, flags, Mode::empty()).map_err(|err| match err {
+        Unopened::Untrusted(err) => format!("{err:#}"),
         // A FIFO without a reader: ENXIO, rather than a wait for one.
-        if std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+        Unopened::Failed(_) if std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_file()) => {
             "not a regular file".to_string()
-        } else {
-            std::io::Error::from(err).to_string()
         }
+        Unopened::Failed(err) => std::io::Error::from(err).to_string(),
     })?;
     let mut file = std::fs::File::from(fd);
     let meta = file.metadata().map_err(|err| err.to_string())?;

@@ -221,6 +221,8 @@ impl Config {
             || cli.budget_status
             || cli.budget_reset
             || preset_mode.is_some());
+        // User presets files ignored (not ours to use): warnings of the run.
+        let mut preset_notes = Vec::new();
         if resolving {
             if cli.command.is_empty() && !cli.explain {
                 return Err(UsageError(
@@ -232,10 +234,11 @@ impl Config {
                 Some("none") => Request::Off,
                 Some(name) => Request::Named(name.to_string()),
             };
-            let chosen = presets::choose(
+            let chosen = presets::choose_noting(
                 &request,
                 cli.command.first().map(OsString::as_os_str),
                 &Sources::from_env(),
+                &mut preset_notes,
             )
             .map_err(UsageError)?;
             if let Some(chosen) = chosen {
@@ -342,7 +345,7 @@ impl Config {
             },
         });
 
-        let mut warnings = Vec::new();
+        let mut warnings = preset_notes;
         if cli.delay > cli.cap {
             warnings.push(format!(
                 "--delay {} is longer than --cap {}: the cap wins, every sleep is at most {}",

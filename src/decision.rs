@@ -300,22 +300,33 @@ pub(crate) fn after_hook(
     if let Some(signal) = hook.interrupted {
         return Some(Done::interrupted(signal));
     }
+    out_of_time(next, previous, limits, now, "during --on-retry")
+}
+
+/// Before attempt `next`, after a wait (`during`: "during --on-retry",
+/// "while asking retry budget api"): `Some` when `--max-time` ran out
+/// meanwhile, and the run ends with the status of `previous`, the attempt
+/// before the wait, as if no sleep had fitted.
+pub(crate) fn out_of_time(
+    next: u64,
+    previous: &Ending,
+    limits: Limits,
+    now: Instant,
+    during: &str,
+) -> Option<Done> {
     if limits.deadline.is_none_or(|deadline| now < deadline) {
         return None;
     }
     Some(if limits.until_failure {
         Done::passed(format!(
-            "all {} passed; --max-time ran out during --on-retry",
+            "all {} passed; --max-time ran out {during}",
             runs(next.saturating_sub(1))
         ))
     } else {
         Done {
             outcome: RunOutcome::Deadline,
             status: failure_status(previous),
-            detail: format!(
-                "--max-time ran out during --on-retry; {}",
-                failure_detail(previous)
-            ),
+            detail: format!("--max-time ran out {during}; {}", failure_detail(previous)),
         }
     })
 }

@@ -29,10 +29,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
-use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-use crate::fd::{own_fd, write_all_fd};
+use crate::fd::Outlet;
 use crate::safe_fs;
 
 /// Prefix and suffix of the named temporary files of `-o` (the fallback, and
@@ -102,13 +102,8 @@ impl HeldStdout {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
             _ => Path::new("."),
         };
-        let dir = rustix::fs::open(
-            dir_path,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(io::Error::from)
-        .map_err(|err| {
+        // No symlink another user planted on the way is followed.
+        let dir = safe_fs::open_directory(dir_path).map_err(|err| {
             anyhow!(
                 "-o {shown}: cannot use the directory {}: {}",
                 dir_path.display(),
@@ -218,11 +213,13 @@ impl HeldStdout {
     }
 
     /// The run succeeded: pass the output on. An error is retry's own
-    /// failure: the output could not be delivered.
-    pub(crate) fn deliver(self) -> Result<()> {
+    /// failure: the output could not be delivered. A reader of stdout that
+    /// takes nothing is waited for until `give_up` says so (a signal, the
+    /// run's deadline).
+    pub(crate) fn deliver(self, give_up: &dyn Fn() -> bool) -> Result<()> {
         let HeldStdout { file, target } = self;
         match target {
-            Target::Stdout { .. } => emit(&file).map_err(|err| {
+            Target::Stdout { .. } => emit(&file, give_up).map_err(|err| {
                 anyhow!(
                     "writing the command's output to stdout: {}; the successful attempt's output was not delivered",
                     error_text(&err)
@@ -233,8 +230,10 @@ impl HeldStdout {
     }
 }
 
-/// Copy the whole spool to retry's own stdout.
-fn emit(file: &File) -> io::Result<()> {
+/// Copy the whole spool to retry's own stdout, waiting for a reader that
+/// takes nothing until `give_up` says so.
+fn emit(file: &File, give_up: &dyn Fn() -> bool) -> io::Result<()> {
+    let stdout = Outlet::new(1);
     let mut buffer = vec![0u8; 256 * 1024];
     let mut offset = 0;
     loop {
@@ -244,7 +243,7 @@ fn emit(file: &File) -> io::Result<()> {
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(err) => return Err(err),
         };
-        write_all_fd(own_fd(1), &buffer[..count])?;
+        stdout.write_all(&buffer[..count], give_up)?;
         offset += count as u64;
     }
 }
@@ -260,15 +259,14 @@ impl OutputFile {
                 error_text(&err)
             )
         };
-        match rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => {
-                let kind = FileType::from_raw_mode(stat.st_mode);
-                if kind != FileType::RegularFile {
-                    bail!(
-                        "-o {shown}: is now {}, not a regular file: left as it is; the successful attempt's output was not delivered",
-                        kind_name(kind)
-                    );
-                }
+        match replaceable(&self.dir, &self.name) {
+            Err(Refusal::Io(err)) => return Err(fail("looking at it", err)),
+            Err(refusal) => bail!(
+                "-o {shown}: {}: left as it is; the successful attempt's output was not delivered",
+                refusal.describe("is now")
+            ),
+            Ok(None) => {}
+            Ok(Some(stat)) => {
                 if rustix::process::geteuid().is_root() {
                     // Root replacing someone's file keeps it theirs, as
                     // `sed -i` does; anyone else cannot give files away.
@@ -281,8 +279,6 @@ impl OutputFile {
                 rustix::fs::fchmod(file, Mode::from_raw_mode(stat.st_mode & 0o777))
                     .map_err(|err| fail("setting its mode", err.into()))?;
             }
-            Err(Errno::NOENT) => {}
-            Err(err) => return Err(fail("looking at it", err.into())),
         }
         file.sync_all().map_err(|err| fail("writing it", err))?;
         let temp = match &self.named {
@@ -319,23 +315,60 @@ impl Drop for OutputFile {
 }
 
 /// What stands at `name` in `dir` may be replaced: nothing, or a regular
-/// file (a symbolic link is not followed, and not replaced either).
+/// file no other user planted (a symbolic link is not followed, and not
+/// replaced either).
 fn check_replaceable(dir: &OwnedFd, name: &OsStr) -> std::result::Result<(), String> {
-    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) => {
-            let kind = FileType::from_raw_mode(stat.st_mode);
-            if kind == FileType::RegularFile {
-                Ok(())
-            } else {
-                Err(format!(
-                    "is {}, not a regular file: -o replaces only a regular file",
-                    kind_name(kind)
-                ))
-            }
-        }
-        Err(Errno::NOENT) => Ok(()),
-        Err(err) => Err(error_text(&err.into())),
+    match replaceable(dir, name) {
+        Ok(_) => Ok(()),
+        Err(refusal @ Refusal::Kind(_)) => Err(format!(
+            "{}: -o replaces only a regular file",
+            refusal.describe("is")
+        )),
+        Err(refusal) => Err(refusal.describe("is")),
     }
+}
+
+/// Why what stands at FILE is not replaced.
+enum Refusal {
+    /// Not a regular file.
+    Kind(FileType),
+    /// A regular file another user put in a sticky directory others can
+    /// write (as /tmp): its owner, who would keep it, and so decide who
+    /// reads the output.
+    Planted(u32),
+    Io(io::Error),
+}
+
+impl Refusal {
+    /// After "-o FILE: ", with `is` ("is", "is now") for the tense.
+    fn describe(&self, is: &str) -> String {
+        match self {
+            Refusal::Kind(kind) => format!("{is} {}, not a regular file", kind_name(*kind)),
+            Refusal::Planted(owner) => format!(
+                "{is} owned by another user (uid {owner}) in a sticky directory others can write: not replaced (as fs.protected_regular would refuse to open it), so that no one else decides who reads the output"
+            ),
+            Refusal::Io(err) => error_text(err),
+        }
+    }
+}
+
+/// What stands at `name` in `dir`, if it may be replaced: nothing (`None`)
+/// or a regular file (its status) that no other user planted.
+fn replaceable(dir: &OwnedFd, name: &OsStr) -> std::result::Result<Option<Stat>, Refusal> {
+    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(err) => return Err(Refusal::Io(err.into())),
+    };
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        return Err(Refusal::Kind(kind));
+    }
+    let dir_stat = rustix::fs::fstat(dir).map_err(|err| Refusal::Io(err.into()))?;
+    if safe_fs::planted_by_another_user(dir_stat.st_mode, dir_stat.st_uid, stat.st_uid) {
+        return Err(Refusal::Planted(stat.st_uid));
+    }
+    Ok(Some(stat))
 }
 
 fn kind_name(kind: FileType) -> &'static str {
@@ -494,7 +527,7 @@ mod tests {
             held.reset().unwrap();
             held.file().write_all(b"new\n").unwrap();
             assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
-            held.deliver().unwrap();
+            held.deliver(&|| false).unwrap();
             assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o640, "unnamed: {unnamed}");

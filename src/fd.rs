@@ -88,6 +88,92 @@ pub(crate) fn write_all_fd(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> std::io::Res
     Ok(())
 }
 
+/// How long a write to a stalled reader waits between two looks at whether
+/// to give up.
+pub(crate) const STALL_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Output given up on: its reader took nothing while retry was ending.
+#[derive(Debug)]
+pub(crate) struct Abandoned;
+
+impl std::fmt::Display for Abandoned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("its reader took nothing while retry was ending (a signal, or a time limit)")
+    }
+}
+
+impl std::error::Error for Abandoned {}
+
+/// Retry's own stdout or stderr, for passing output on, such that a reader
+/// that stops reading (a stalled pipe) cannot hold retry for ever: writes
+/// wait for room in slices, asking between two whether to give up.
+///
+/// A pipe or FIFO is written through a descriptor of our own, opened anew
+/// through `/proc/self/fd` with `O_NONBLOCK` (setting that flag on the
+/// inherited descriptor would change it for every process sharing it).
+/// Anything else (a terminal, a file, a socket), or a pipe where `/proc` is
+/// missing, is written as it is, blocking.
+pub(crate) struct Outlet {
+    inherited: BorrowedFd<'static>,
+    own: Option<OwnedFd>,
+}
+
+impl Outlet {
+    /// For our own descriptor `fd` (1 or 2).
+    pub(crate) fn new(fd: i32) -> Outlet {
+        let inherited = own_fd(fd);
+        let is_pipe = rustix::fs::fstat(inherited)
+            .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_fifo());
+        let own = is_pipe
+            .then(|| {
+                rustix::fs::open(
+                    format!("/proc/self/fd/{fd}"),
+                    rustix::fs::OFlags::WRONLY
+                        | rustix::fs::OFlags::NONBLOCK
+                        | rustix::fs::OFlags::CLOEXEC
+                        | rustix::fs::OFlags::NOCTTY,
+                    rustix::fs::Mode::empty(),
+                )
+                .ok()
+            })
+            .flatten();
+        Outlet { inherited, own }
+    }
+
+    /// Write all of `bytes`; while the reader takes nothing, ask
+    /// `give_up` every 50 ms, and fail with [`Abandoned`] when it says so.
+    pub(crate) fn write_all(
+        &self,
+        mut bytes: &[u8],
+        give_up: &dyn Fn() -> bool,
+    ) -> std::io::Result<()> {
+        let Some(own) = &self.own else {
+            return write_all_fd(self.inherited, bytes);
+        };
+        while !bytes.is_empty() {
+            match rustix::io::write(own, bytes) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(count) => bytes = &bytes[count..],
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => {
+                    if give_up() {
+                        return Err(std::io::Error::other(Abandoned));
+                    }
+                    let mut fds = [PollFd::new(own, PollFlags::OUT)];
+                    let slice = rustix::event::Timespec::try_from(STALL_SLICE)
+                        .map_err(|_| std::io::ErrorKind::InvalidInput)?;
+                    match poll(&mut fds, Some(&slice)) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(errno) => return Err(errno.into()),
+                    }
+                }
+                Err(errno) => return Err(errno.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The same open file: two descriptors whose files have one device and inode.
 pub(crate) fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
     match (rustix::fs::fstat(a), rustix::fs::fstat(b)) {

@@ -39,7 +39,7 @@ use regex_syntax::hir::{
     Repetition,
 };
 
-use crate::fd::{wait_readable, write_all_fd};
+use crate::fd::{Outlet, wait_readable};
 
 /// Longest line (prefix) the scanner keeps for matching.
 pub(crate) const LINE_WINDOW: usize = 64 * 1024;
@@ -477,8 +477,12 @@ impl<'a> Scanner<'a> {
 
 /// Where a pump sends what it reads.
 pub(crate) enum Destination<'a> {
-    /// One of retry's own descriptors (stdout or stderr).
-    Fd(BorrowedFd<'a>),
+    /// One of retry's own descriptors (stdout or stderr); `give_up` says
+    /// when to stop waiting for a reader that takes nothing.
+    Outlet {
+        outlet: Outlet,
+        give_up: &'a (dyn Fn() -> bool + Sync),
+    },
     /// The file that holds stdout (`--buffer-stdout`, `-o`).
     File(File),
 }
@@ -556,7 +560,7 @@ fn pass_on(
 ) -> bool {
     if report.write_error.is_none() {
         let written = match destination {
-            Destination::Fd(fd) => write_all_fd(*fd, chunk),
+            Destination::Outlet { outlet, give_up } => outlet.write_all(chunk, give_up),
             Destination::File(file) => file.write_all(chunk),
         };
         match written {

@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anstyle::{AnsiColor, Style};
 use anyhow::{Context, Result};
@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::ci::{self, AttemptLog, AttemptRow, Ci, Level, StepFiles, StepResult};
 use crate::classify::Class;
 use crate::decision::{RunOutcome, SleepSource};
+use crate::fd::Outlet;
 use crate::text::escape_controls;
 use crate::values::human;
 
@@ -193,6 +194,11 @@ pub(crate) struct Reporter {
     command: String,
     /// The step files to write at the end, and the attempts for them.
     steps: Option<(StepFiles, AttemptLog)>,
+    /// Retry's stderr, written so that a reader that takes nothing holds
+    /// retry neither past a signal nor past the run's deadline.
+    stderr: Outlet,
+    /// The run's deadline (`--max-time`), once the run has started.
+    deadline: Option<Instant>,
 }
 
 const FAILURE: Style = AnsiColor::Red.on_default().bold();
@@ -268,7 +274,15 @@ impl Reporter {
             stderr_tracked: settings.ci.stderr_tracked,
             command: String::new(),
             steps: (!step_files.is_empty()).then(|| (step_files, AttemptLog::default())),
+            stderr: Outlet::new(2),
+            deadline: None,
         })
+    }
+
+    /// The run's deadline: past it (or a signal), a line that a stalled
+    /// stderr does not take is dropped rather than waited on.
+    pub(crate) fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 
     /// The last attempt's scanned stderr ended without a line end.
@@ -300,9 +314,14 @@ impl Reporter {
             lead = "\n";
             self.stderr_mid_line = false;
         }
-        let _ = std::io::stderr()
-            .lock()
-            .write_all(format!("{lead}{text}").as_bytes());
+        let deadline = self.deadline;
+        let give_up = || {
+            crate::signals::terminating_arrived()
+                || deadline.is_some_and(|deadline| Instant::now() >= deadline)
+        };
+        let _ = self
+            .stderr
+            .write_all(format!("{lead}{text}").as_bytes(), &give_up);
     }
 
     /// A CI format: an attempt begins; fold what follows under its header.

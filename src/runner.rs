@@ -6,7 +6,8 @@
 //! for the record; `hook` runs `--on-retry` before each retry and
 //! `--on-give-up` once a failed run is over. Every wait (the splay, the
 //! backoff, a hook) is on the signal self-pipe, so a signal cuts it short at
-//! once.
+//! once; the retry budget's store, which cannot watch the pipe, gives way
+//! to a signal within 50 ms and never outlasts `--max-time`.
 
 use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant, SystemTime};
@@ -19,6 +20,7 @@ use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream}
 use crate::backoff::{Backoff, Sleep};
 use crate::budget::{Budget, Withdrawal};
 use crate::child::{ChildIo, Ending, Launch};
+use crate::circuit::store::{Interrupted, Patience};
 use crate::classify::{self, Class, Observation, Verdict};
 use crate::config::Config;
 use crate::decision::{self, Done, Limits, RunOutcome, SleepSource, Step};
@@ -98,6 +100,7 @@ pub(crate) fn run(
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id, budget)?;
+    reporter.set_deadline(run.limits.deadline);
     // Words only `-v` shows: not formatted for nothing on every run.
     if config.report.verbosity == Verbosity::Verbose {
         reporter.policy(&crate::explain::policy_line(config));
@@ -128,6 +131,14 @@ pub(crate) fn run(
         // retry's own failure. The `done` event keeps the outcome.
         reporter.error(&problem);
         status = ExitStatus::RETRY_FAILED;
+        // A signal that cut the delivery short (its reader took nothing)
+        // ends the run by it, as anywhere.
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            let interrupted = Done::interrupted(signal);
+            outcome = interrupted.outcome;
+            status = interrupted.status;
+            detail = format!("{} while delivering the output", interrupted.detail);
+        }
     }
     if let Some(signal) = run.on_give_up(outcome, status, attempts, signals, reporter) {
         // A signal to retry ends the run by it, here as anywhere.
@@ -268,7 +279,10 @@ impl<'a> Run<'a> {
                     );
                 }
                 Step::Sleep { sleep, source } => {
-                    if let Some(done) = self.budget_refuses(&judged, reporter) {
+                    // The sleep ends when it was due: asking the budget's
+                    // store is part of the wait, not added to it.
+                    let wake = Instant::now() + sleep.delay;
+                    if let Some(done) = self.budget_refuses(attempt, &judged, signals, reporter) {
                         reporter.attempt(&record, None);
                         return Ok(done);
                     }
@@ -281,7 +295,6 @@ impl<'a> Run<'a> {
                             source,
                         }),
                     );
-                    let wake = Instant::now() + sleep.delay;
                     if let Some(signal) =
                         signals::sleep_until(&mut signals.events, wake, crate::child::reap_orphans)
                     {
@@ -296,11 +309,20 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// How long the budget's store may hold the run up: not past
+    /// `--max-time`, and not past a signal to retry.
+    fn patience(&self) -> Patience {
+        Patience {
+            until: self.limits.deadline,
+            signals: true,
+        }
+    }
+
     /// `--budget`: the run's first attempt deposits its share.
     fn deposit(&mut self, reporter: &mut Reporter) {
         let Some(budget) = self.budget else { return };
         let started = Instant::now();
-        match budget.deposit() {
+        match budget.deposit(self.patience()) {
             Ok((tokens, warnings)) => {
                 for warning in warnings {
                     reporter.warning("budget", &warning);
@@ -311,16 +333,35 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// `--budget`, before a retry: `Some` when the budget has no whole
-    /// token, and the run ends. `--until-failure` repeats are no retries:
-    /// they take nothing.
-    fn budget_refuses(&mut self, judged: &Judged, reporter: &mut Reporter) -> Option<Done> {
+    /// `--budget`, before the retry after `attempt`: `Some` when the run
+    /// ends instead: the budget has no whole token, or a signal to retry or
+    /// `--max-time` cut the wait for its store short. `--until-failure`
+    /// repeats are no retries: they take nothing.
+    fn budget_refuses(
+        &mut self,
+        attempt: u64,
+        judged: &Judged,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Option<Done> {
         let budget = self.budget?;
         if self.limits.until_failure {
             return None;
         }
         let started = Instant::now();
-        match budget.withdraw() {
+        let asked = budget.withdraw(self.patience());
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            return Some(Done::interrupted(signal));
+        }
+        let ending = &judged.outcome.ending;
+        let during = format!("while asking retry budget {}", budget.name);
+        if let Some(done) =
+            decision::out_of_time(attempt + 1, ending, self.limits, Instant::now(), &during)
+        {
+            // Whatever the store said, no retry fits any more.
+            return Some(done);
+        }
+        match asked {
             Ok((withdrawal, warnings)) => {
                 for warning in warnings {
                     reporter.warning("budget", &warning);
@@ -331,11 +372,9 @@ impl<'a> Run<'a> {
                         reporter.budget(&budget.name, "withdraw", left, took);
                         None
                     }
-                    Withdrawal::Refused { tokens } => Some(Done::budget_exhausted(
-                        &budget.name,
-                        tokens,
-                        &judged.outcome.ending,
-                    )),
+                    Withdrawal::Refused { tokens } => {
+                        Some(Done::budget_exhausted(&budget.name, tokens, ending))
+                    }
                 }
             }
             Err(err) => {
@@ -345,8 +384,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The budget's store failed: say so once; retries go ahead.
+    /// The budget's store failed: say so once; retries go ahead. (Not for
+    /// a wait a signal cut short: the run ends on that signal.)
     fn budget_failed(&mut self, err: &anyhow::Error, reporter: &mut Reporter) {
+        if err.is::<Interrupted>() {
+            return;
+        }
         if let Some(budget) = self.budget.take() {
             reporter.warning(
                 "budget",
@@ -636,8 +679,13 @@ impl<'a> Run<'a> {
             };
             return Err(format!("{lost}; {consequence}"));
         }
+        // The delivery is part of the run: a stdout that takes nothing
+        // holds it neither past a signal nor past --max-time.
+        let deadline = self.limits.deadline;
+        let give_up =
+            || signals::terminating_arrived() || deadline.is_some_and(|d| Instant::now() >= d);
         match held {
-            Some(held) => held.deliver().map_err(|err| format!("{err:#}")),
+            Some(held) => held.deliver(&give_up).map_err(|err| format!("{err:#}")),
             None => Ok(()),
         }
     }

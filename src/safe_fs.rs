@@ -20,6 +20,7 @@ use std::ffi::OsString;
 use std::fs::{File, FileType};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -244,17 +245,10 @@ pub(crate) fn open_append_log(path: &Path) -> Result<File> {
     let flags =
         OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let mode = Mode::from_raw_mode(0o644);
-    // First without following: a symlink planted after a check could not
-    // steer this open; one that is there is judged before it is followed.
-    // (A symlink there makes that open fail: ELOOP, or EACCES when it is
-    // another user's in a sticky directory.)
-    let fd = match rustix::fs::open(path, flags | OFlags::NOFOLLOW, mode) {
+    let fd = match open_trusted(path, flags, mode) {
         Ok(fd) => fd,
-        Err(_) if matches!(kind_at(path), Ok(Some(Kind::Symlink))) => {
-            check_symlink_may_be_followed(path)?;
-            rustix::fs::open(path, flags, mode).map_err(|again| open_error(path, again))?
-        }
-        Err(err) => return Err(open_error(path, err)),
+        Err(Unopened::Untrusted(err)) => return Err(err),
+        Err(Unopened::Failed(err)) => return Err(open_error(path, err)),
     };
     let file = File::from(fd);
     let meta = file.metadata().context("cannot look at the opened file")?;
@@ -268,6 +262,34 @@ pub(crate) fn open_append_log(path: &Path) -> Result<File> {
     rustix::fs::fcntl_setfl(&file, status - OFlags::NONBLOCK)
         .context("cannot make the file blocking")?;
     Ok(file)
+}
+
+/// Why [`open_trusted`] opened nothing.
+pub(crate) enum Unopened {
+    /// A symlink another user planted: not followed.
+    Untrusted(anyhow::Error),
+    /// The open itself failed.
+    Failed(Errno),
+}
+
+/// Open `path` with `flags`, following a symlink at its end only where the
+/// kernel's `fs.protected_symlinks` would (not one owned by neither us nor
+/// the directory's owner in a sticky world-writable directory), also on
+/// machines where that protection is off. For paths others may have
+/// prepared: `--log-file`, the CI step files.
+pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Unopened> {
+    // First without following: a symlink planted after a check could not
+    // steer this open; one that is there is judged before it is followed.
+    // (A symlink there makes that open fail: ELOOP, or EACCES when it is
+    // another user's in a sticky directory.)
+    match rustix::fs::open(path, flags | OFlags::NOFOLLOW, mode) {
+        Ok(fd) => Ok(fd),
+        Err(_) if matches!(kind_at(path), Ok(Some(Kind::Symlink))) => {
+            check_symlink_may_be_followed(path).map_err(Unopened::Untrusted)?;
+            rustix::fs::open(path, flags, mode).map_err(Unopened::Failed)
+        }
+        Err(err) => Err(Unopened::Failed(err)),
+    }
 }
 
 fn open_error(path: &Path, err: Errno) -> anyhow::Error {
@@ -290,15 +312,124 @@ fn check_symlink_may_be_followed(path: &Path) -> Result<()> {
     };
     let dir_meta = std::fs::metadata(dir)
         .with_context(|| format!("cannot look at its directory {}", dir.display()))?;
-    let shared = dir_meta.mode() & 0o1002 == 0o1002;
     let owner = link.uid();
-    if shared && owner != rustix::process::geteuid().as_raw() && owner != dir_meta.uid() {
+    if planted_by_another_user(dir_meta.mode(), dir_meta.uid(), owner) {
         bail!(
             "a symlink owned by another user (uid {owner}) in the sticky world-writable directory {}: not followed",
             dir.display()
         );
     }
     Ok(())
+}
+
+/// Whether a file owned by `owner`, in a directory of mode `dir_mode` owned
+/// by `dir_owner`, was put there by another user, as the kernel's
+/// `fs.protected_symlinks` and `fs.protected_regular` tell: the directory is
+/// sticky and others can write it (as /tmp), and the file belongs to
+/// neither us nor the directory's owner. Such a symlink is not followed and
+/// such a file not written or replaced, also where those protections are
+/// off.
+pub(crate) fn planted_by_another_user(dir_mode: u32, dir_owner: u32, owner: u32) -> bool {
+    dir_mode & 0o1002 == 0o1002
+        && owner != rustix::process::geteuid().as_raw()
+        && owner != dir_owner
+}
+
+/// A symlink on the way to a directory that another user planted: not
+/// followed (see [`open_directory`]).
+#[derive(Debug)]
+pub(crate) struct PlantedSymlink {
+    link: PathBuf,
+    owner: u32,
+}
+
+impl std::fmt::Display for PlantedSymlink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is a symlink owned by another user (uid {}) in a sticky world-writable directory: not followed",
+            self.link.display(),
+            self.owner
+        )
+    }
+}
+
+impl std::error::Error for PlantedSymlink {}
+
+/// Symlinks followed in one walk before giving up (the kernel's limit).
+const MOST_LINKS: usize = 40;
+
+/// Open the directory `path` (`O_PATH`) one component at a time, following
+/// a symlink anywhere on the way only where the kernel's
+/// `fs.protected_symlinks` would: not one that another user planted in a
+/// sticky world-writable directory ([`planted_by_another_user`]), also on
+/// machines where that protection is off. What is checked is what is
+/// opened: each step is opened relative to the one before, with
+/// `O_NOFOLLOW`. For a directory a file is then written into by a job that
+/// may run as root (`-o FILE`): `/tmp/reports` made a symlink to `/etc`
+/// must not steer it.
+pub(crate) fn open_directory(path: &Path) -> io::Result<OwnedFd> {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let steps = |path: &Path| -> Vec<OsString> {
+        path.components()
+            .filter_map(|component| match component {
+                std::path::Component::Normal(name) => Some(name.to_os_string()),
+                std::path::Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut pending: std::collections::VecDeque<OsString> = steps(&absolute).into();
+    let open_path = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let root = rustix::fs::open("/", open_path, Mode::empty())?;
+    // The directories opened so far, each inside the one before.
+    let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];
+    let mut links = 0;
+    while let Some(step) = pending.pop_front() {
+        if step == ".." {
+            if stack.len() > 1 {
+                stack.pop();
+            }
+            continue;
+        }
+        let Some((parent, parent_path)) = stack.last() else {
+            return Err(io::ErrorKind::NotFound.into());
+        };
+        let here = parent_path.join(&step);
+        let stat = rustix::fs::statat(parent, &step, AtFlags::SYMLINK_NOFOLLOW)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Symlink {
+            let dir = rustix::fs::fstat(parent)?;
+            if planted_by_another_user(dir.st_mode, dir.st_uid, stat.st_uid) {
+                return Err(io::Error::other(PlantedSymlink {
+                    link: here,
+                    owner: stat.st_uid,
+                }));
+            }
+            links += 1;
+            if links > MOST_LINKS {
+                return Err(Errno::LOOP.into());
+            }
+            let target = rustix::fs::readlinkat(parent, &step, Vec::new())?;
+            let target = PathBuf::from(std::ffi::OsStr::from_bytes(target.as_bytes()));
+            if target.is_absolute() {
+                stack.truncate(1);
+            }
+            for (at, next) in steps(&target).into_iter().enumerate() {
+                pending.insert(at, next);
+            }
+            continue;
+        }
+        let fd = rustix::fs::openat(parent, &step, open_path, Mode::empty())?;
+        stack.push((fd, here));
+    }
+    stack
+        .pop()
+        .map(|(fd, _)| fd)
+        .ok_or_else(|| io::ErrorKind::NotFound.into())
 }
 
 /// Is the opened file retry's own stdout or stderr (a pipe reached through
@@ -387,6 +518,37 @@ pub(crate) fn link_unnamed(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// The directory an `O_PATH` descriptor stands for.
+    fn path_of(fd: &OwnedFd) -> PathBuf {
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap()
+    }
+
+    #[test]
+    fn directories_are_walked_as_the_kernel_walks_them() {
+        let top = tempfile::tempdir().unwrap();
+        let top_path = top.path().canonicalize().unwrap();
+        std::fs::create_dir_all(top_path.join("a/b")).unwrap();
+        std::os::unix::fs::symlink("..", top_path.join("a/b/up")).unwrap();
+        std::os::unix::fs::symlink(top_path.join("a"), top_path.join("abs")).unwrap();
+        for (path, expected) in [
+            ("a/b", "a/b"),
+            ("a/b/up/b/..", "a"),
+            ("abs/b", "a/b"),
+            ("a/./b/../b", "a/b"),
+        ] {
+            let fd = open_directory(&top_path.join(path)).unwrap();
+            assert_eq!(path_of(&fd), top_path.join(expected), "{path}");
+        }
+        std::fs::write(top_path.join("file"), "").unwrap();
+        let err = open_directory(&top_path.join("file")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR));
+        let err = open_directory(&top_path.join("missing/x")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        std::os::unix::fs::symlink("loop", top_path.join("loop")).unwrap();
+        let err = open_directory(&top_path.join("loop")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+    }
 
     #[test]
     fn small_regular_files_are_read_others_are_named() {

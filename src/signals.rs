@@ -14,6 +14,7 @@
 
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -21,6 +22,18 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
+
+/// Set by the handlers of the [`TERMINATING`] signals (besides the self-pipe):
+/// for the few waits that cannot watch the pipe, a state store's lock or
+/// socket, which look at it between short slices of their wait.
+static ARRIVED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a terminating signal has reached retry since [`install`]. The
+/// signal itself is still handed out by [`Events`]: this only tells a wait
+/// outside the main loop to give up.
+pub(crate) fn terminating_arrived() -> bool {
+    ARRIVED.load(Ordering::SeqCst)
+}
 
 /// Signals that end the run: forwarded to the attempt, whose group is then
 /// terminated, and re-raised. USR1, USR2 and ALRM kill a process by default:
@@ -115,6 +128,9 @@ pub(crate) fn install() -> Result<SignalEvents> {
         .context("setting up the signal pipe")?;
     let delivery = SignalDelivery::with_pipe(read, write, WithOrigin::default(), &handled)
         .context("installing signal handlers")?;
+    for &signal in handled.iter().filter(|&&s| s != libc::SIGCHLD) {
+        signal_hook::flag::register(signal, &ARRIVED).context("installing signal handlers")?;
+    }
     // SAFETY: setting dispositions of job-control signals for this process.
     unsafe {
         // Our own messages to a terminal, when we are in the background,

@@ -12,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::circuit::MOST_AHEAD_MS;
+
 /// The budget's settings, stored with the bucket when it is created.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BudgetSettings {
@@ -52,20 +54,34 @@ impl BucketState {
         }
     }
 
-    /// Values another process wrote must make sense before any arithmetic.
+    /// Values another process wrote must make sense before any arithmetic:
+    /// settings within what the flags accept (`--budget-ratio` up to 10,
+    /// `--budget-min` up to a million a millisecond, `--budget-burst` up to
+    /// a million), tokens within the bucket.
     pub(crate) fn is_sane(&self) -> bool {
         let s = &self.settings;
         let finite = [self.tokens, s.ratio, s.min_per_ms, s.burst]
             .iter()
             .all(|v| v.is_finite() && *v >= 0.0);
-        finite && s.burst >= 1.0 && s.burst <= 1e9 && self.tokens <= s.burst && s.ratio <= 1e6
+        finite
+            && (1.0..=1e6).contains(&s.burst)
+            && self.tokens <= s.burst
+            && s.ratio <= 10.0
+            && s.min_per_ms <= 1e6
     }
 
-    /// Let time flow in up to `now_ms` (a clock that went back adds nothing).
+    /// Let time flow in up to `now_ms`. A clock that went back adds
+    /// nothing, and a stored time a little ahead of ours (another host's
+    /// clock, a few seconds fast) is waited for, so no time is counted
+    /// twice. But a stored time more than [`MOST_AHEAD_MS`] ahead is a
+    /// clock that jumped (a host set years ahead once, a restored virtual
+    /// machine) and is taken as that much ahead only: otherwise nothing
+    /// would flow in, on any host, until every clock had caught up with it.
     fn refill(&mut self, now_ms: u64) {
-        let elapsed = now_ms.saturating_sub(self.refilled_ms) as f64;
+        let from = self.refilled_ms.min(now_ms.saturating_add(MOST_AHEAD_MS));
+        let elapsed = now_ms.saturating_sub(from) as f64;
         self.tokens = (self.tokens + elapsed * self.settings.min_per_ms).min(self.settings.burst);
-        self.refilled_ms = self.refilled_ms.max(now_ms);
+        self.refilled_ms = from.max(now_ms);
     }
 
     /// A run's first attempt: deposit `ratio`.
@@ -160,6 +176,27 @@ mod tests {
     }
 
     #[test]
+    fn a_clock_that_jumped_ahead_once_does_not_stop_time_for_everyone() {
+        // A host whose clock was ten years ahead stored its time; every
+        // host after it is back to the true time. Before: nothing flowed
+        // in for ten years.
+        let now = 1_800_000_000_000;
+        let mut bucket = BucketState::new(defaults(), now + 10 * 365 * 24 * 60 * MIN);
+        bucket.tokens = 0.0;
+        assert!(bucket.withdraw_retry(now).is_err());
+        assert!(bucket.refilled_ms <= now + MOST_AHEAD_MS);
+        // Two minutes later: the minute it was believed ahead, then one
+        // token's worth.
+        assert_eq!(bucket.withdraw_retry(now + 2 * MIN), Ok(()));
+        assert!(bucket.tokens.abs() < 1e-9, "{}", bucket.tokens);
+        // A clock a little ahead is waited for: no time counts twice.
+        let mut bucket = BucketState::new(defaults(), now + MIN / 2);
+        bucket.tokens = 0.0;
+        assert!(bucket.tokens_at(now + MIN / 2).abs() < 1e-9);
+        assert!((bucket.tokens_at(now + MIN + MIN / 2) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn insane_stored_values_are_caught() {
         let mut bucket = BucketState::new(defaults(), 0);
         assert!(bucket.is_sane());
@@ -167,6 +204,17 @@ mod tests {
             bucket.tokens = bad;
             assert!(!bucket.is_sane(), "{bad}");
         }
+        // Settings no flag can give: a rate that fills any bucket at once
+        // (shown as "inf/s" before), a ratio or burst past the flags' range.
+        let mut bucket = BucketState::new(defaults(), 0);
+        bucket.settings.min_per_ms = 1e308;
+        assert!(!bucket.is_sane());
+        let mut bucket = BucketState::new(defaults(), 0);
+        bucket.settings.ratio = 1e5;
+        assert!(!bucket.is_sane());
+        let mut bucket = BucketState::new(defaults(), 0);
+        bucket.settings.burst = 1e7;
+        assert!(!bucket.is_sane());
     }
 
     proptest! {

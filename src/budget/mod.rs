@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::circuit::store::{Kind, Record, Store, update_record};
+use crate::circuit::store::{Kind, Patience, Record, Store, update_record};
 use crate::circuit::{StateConfig, now_ms, open_store};
 use bucket::{BucketState, BudgetSettings};
 
@@ -138,18 +138,23 @@ impl Budget {
     /// store it; warnings on the way. `change` may run more than once (a
     /// shared store repeats a transaction another host got in between):
     /// only its last run counts.
-    fn update<T>(&self, mut change: impl FnMut(&mut BucketState) -> T) -> Result<(T, Vec<String>)> {
+    fn update<T>(
+        &self,
+        patience: Patience,
+        mut change: impl FnMut(&mut BucketState) -> T,
+    ) -> Result<(T, Vec<String>)> {
         let now = now_ms();
         let mut result = None;
         let mut mismatch = None;
-        let updated = update_record::<StoredBudget, _>(&*self.store, &self.name, &mut |stored| {
-            let bucket = stored
-                .0
-                .get_or_insert_with(|| BucketState::new(self.settings, now));
-            mismatch =
-                (self.explicit && bucket.settings != self.settings).then_some(bucket.settings);
-            result = Some(change(bucket));
-        })?;
+        let updated =
+            update_record::<StoredBudget, _>(&*self.store, &self.name, patience, &mut |stored| {
+                let bucket = stored
+                    .0
+                    .get_or_insert_with(|| BucketState::new(self.settings, now));
+                mismatch =
+                    (self.explicit && bucket.settings != self.settings).then_some(bucket.settings);
+                result = Some(change(bucket));
+            })?;
         let mut warnings: Vec<String> = updated.warning.into_iter().collect();
         if let Some(stored) = mismatch.filter(|_| !self.mismatch_said.replace(true)) {
             warnings.push(format!(
@@ -164,16 +169,18 @@ impl Budget {
     }
 
     /// A run's first attempt: deposit the ratio. Returns the tokens after.
-    pub(crate) fn deposit(&self) -> Result<(f64, Vec<String>)> {
-        self.update(|bucket| {
+    /// Asked during a run: `patience` carries its deadline, and a signal
+    /// ends the wait ([`Interrupted`](crate::circuit::store::Interrupted)).
+    pub(crate) fn deposit(&self, patience: Patience) -> Result<(f64, Vec<String>)> {
+        self.update(patience, |bucket| {
             bucket.deposit_first_attempt(now_ms());
             bucket.tokens
         })
     }
 
-    /// A retry asks for one whole token.
-    pub(crate) fn withdraw(&self) -> Result<(Withdrawal, Vec<String>)> {
-        self.update(|bucket| match bucket.withdraw_retry(now_ms()) {
+    /// A retry asks for one whole token (within `patience`, as `deposit`).
+    pub(crate) fn withdraw(&self, patience: Patience) -> Result<(Withdrawal, Vec<String>)> {
+        self.update(patience, |bucket| match bucket.withdraw_retry(now_ms()) {
             Ok(()) => Withdrawal::Taken {
                 left: bucket.tokens,
             },
@@ -184,8 +191,9 @@ impl Budget {
     /// `--budget-reset`: a full bucket with the settings given.
     pub(crate) fn reset(&self) -> Result<Vec<String>> {
         let settings = self.settings;
-        let ((), warnings) =
-            self.update(|bucket| *bucket = BucketState::new(settings, now_ms()))?;
+        let ((), warnings) = self.update(Patience::default(), |bucket| {
+            *bucket = BucketState::new(settings, now_ms());
+        })?;
         // A mismatch with what was stored is what a reset is for.
         Ok(warnings
             .into_iter()
@@ -195,7 +203,7 @@ impl Budget {
 
     /// `--budget-status`: tokens, settings, totals and where it is kept.
     pub(crate) fn status(&self) -> Result<String> {
-        let ((tokens, bucket), warnings) = self.update(|bucket| {
+        let ((tokens, bucket), warnings) = self.update(Patience::default(), |bucket| {
             // Looking changes nothing but a new bucket's creation.
             (bucket.tokens_at(now_ms()), bucket.clone())
         })?;

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::MOST_AHEAD_MS;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Phase {
@@ -182,6 +184,7 @@ pub(crate) fn admit(
     me: &Probe,
     probe_alive: impl Fn(&Probe) -> bool,
 ) -> Admission {
+    believe_clocks(state, settings, now_ms);
     match state.phase {
         Phase::Closed => Admission::Run,
         Phase::Open => {
@@ -203,6 +206,29 @@ pub(crate) fn admit(
             }
             _ => claim_probe(state, settings, now_ms, me),
         },
+    }
+}
+
+/// Times another host's clock wrote are believed only as far ahead as an
+/// honest clock could have put them: an open circuit until its cooldown
+/// from now, a probe's lease until its own length from now (and
+/// [`MOST_AHEAD_MS`] more, for clocks that differ a little). A host whose
+/// clock was set years ahead would otherwise keep the circuit open, or its
+/// probe claimed, on every host for those years.
+fn believe_clocks(state: &mut CircuitState, settings: &Settings, now_ms: u64) {
+    let ahead = |ms: u64| now_ms.saturating_add(ms).saturating_add(MOST_AHEAD_MS);
+    if let Some(until) = state.open_until_ms {
+        let latest = ahead(state.cooldown_ms.max(ms(settings.cooldown)));
+        if until > latest {
+            state.open_until_ms = Some(latest);
+        }
+    }
+    if let Some(probe) = &mut state.probe
+        && probe.started_ms > ahead(0)
+    {
+        let lease = probe.lease_until_ms.saturating_sub(probe.started_ms);
+        probe.started_ms = now_ms;
+        probe.lease_until_ms = now_ms.saturating_add(lease);
     }
 }
 
@@ -468,6 +494,57 @@ mod tests {
         assert!(probe("h", u32::MAX, 0).check().is_err());
         assert!(probe("h\nretry: forged", 42, 0).check().is_err());
         assert!(probe(&"h".repeat(256), 42, 0).check().is_err());
+    }
+
+    #[test]
+    fn a_clock_set_years_ahead_keeps_nothing_open_for_years() {
+        let s = settings();
+        let now = 1_800_000_000_000;
+        let years = 10 * 365 * 24 * 60 * MIN;
+        // Opened by a host whose clock was ten years ahead: believed open
+        // for its cooldown (and a minute) from now. Before: ten years.
+        let mut state = CircuitState {
+            phase: Phase::Open,
+            failures: 3,
+            open_until_ms: Some(now + years + MIN),
+            cooldown_ms: MIN,
+            ..CircuitState::default()
+        };
+        let Admission::Refuse { until_ms, .. } = admit(&mut state, &s, now, &me(1), alive) else {
+            panic!("{state:?}")
+        };
+        assert!(until_ms <= now + 2 * MIN, "{until_ms}");
+        assert_eq!(state.open_until_ms, Some(until_ms), "stored clamped");
+        assert_eq!(
+            admit(&mut state, &s, now + 2 * MIN, &me(1), alive),
+            Admission::Probe
+        );
+        // A probe it claimed: its lease, from now. Before: ten years.
+        let lease = 10 * MIN;
+        let mut state = CircuitState {
+            phase: Phase::HalfOpen,
+            probe: Some(Probe {
+                host: "far".into(),
+                pid: 7,
+                started_ms: now + years,
+                lease_until_ms: now + years + lease,
+            }),
+            ..CircuitState::default()
+        };
+        let Admission::Refuse { until_ms, .. } = admit(&mut state, &s, now, &me(1), alive) else {
+            panic!("{state:?}")
+        };
+        assert_eq!(until_ms, now + lease);
+        assert_eq!(
+            admit(&mut state, &s, now + lease, &me(1), alive),
+            Admission::Probe
+        );
+        // Clocks a few seconds apart are believed as they are.
+        let mut state = opened();
+        state.open_until_ms = Some(now + MIN + 5_000);
+        state.cooldown_ms = MIN;
+        admit(&mut state, &s, now, &me(1), alive);
+        assert_eq!(state.open_until_ms, Some(now + MIN + 5_000));
     }
 
     #[test]

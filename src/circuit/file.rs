@@ -34,7 +34,9 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::store::{Change, Kind, Loaded, MAX_RECORD_BYTES, Store, too_large};
+use super::store::{
+    Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
+};
 use crate::safe_fs;
 
 pub(crate) struct FileStore {
@@ -135,10 +137,10 @@ impl FileStore {
     }
 
     /// Take the record's lock: without blocking, retried after short
-    /// sleeps (1 ms, doubling up to 50 ms) until the store's time limit.
-    /// Signals arriving meanwhile wait in retry's signal queue, and the
-    /// run acts on them right after.
-    fn lock(&self, names: &Names) -> Result<OwnedFd> {
+    /// sleeps (1 ms, doubling up to 50 ms) until the store's time limit,
+    /// or sooner as `patience` says (the run's deadline; a signal to retry,
+    /// noticed between two tries).
+    fn lock(&self, names: &Names, patience: Patience) -> Result<OwnedFd> {
         let path = self.dir.join(&names.lock);
         if let Some(what) = self.special(&names.lock)? {
             bail!(
@@ -176,7 +178,7 @@ impl FileStore {
             );
         }
         let started = Instant::now();
-        let deadline = started.checked_add(self.timeout);
+        let (deadline, by_run) = patience.end(started, self.timeout);
         let mut pause = Duration::from_millis(1);
         loop {
             match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
@@ -186,19 +188,29 @@ impl FileStore {
                     return Err(err).with_context(|| format!("locking {}", path.display()));
                 }
             }
+            if patience.interrupted() {
+                return Err(Interrupted.into());
+            }
             let left = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
                 None => pause,
             };
             if left.is_zero() {
+                let within = if by_run {
+                    format!(
+                        "before --max-time ran out ({:.2}s)",
+                        started.elapsed().as_secs_f64()
+                    )
+                } else {
+                    format!("within {}", crate::values::human(self.timeout))
+                };
                 bail!(
-                    "could not lock {} within {} (held by another process)",
-                    self.dir.join(&names.json).display(),
-                    crate::values::human(self.timeout)
+                    "could not lock {} {within} (held by another process)",
+                    self.dir.join(&names.json).display()
                 );
             }
             std::thread::sleep(pause.min(left));
-            pause = (pause * 2).min(Duration::from_millis(50));
+            pause = (pause * 2).min(SIGNAL_SLICE);
         }
     }
 
@@ -338,9 +350,15 @@ impl FileStore {
 }
 
 impl Store for FileStore {
-    fn update_blob(&self, kind: &Kind, name: &str, change: &mut Change<'_>) -> Result<()> {
+    fn update_blob(
+        &self,
+        kind: &Kind,
+        name: &str,
+        patience: Patience,
+        change: &mut Change<'_>,
+    ) -> Result<()> {
         let names = Names::new(kind, name);
-        let _lock = self.lock(&names)?;
+        let _lock = self.lock(&names, patience)?;
         self.remove_temporaries(&names);
         let loaded = self.load(&names);
         if let Some(value) = change(&loaded)? {
@@ -601,7 +619,7 @@ mod tests {
         let dir = private();
         let store = FileStore::open(dir.path(), SECOND).unwrap();
         store
-            .update_blob(&kind, "api", &mut |loaded| {
+            .update_blob(&kind, "api", Patience::default(), &mut |loaded| {
                 assert!(matches!(loaded, Loaded::Missing));
                 Ok(Some(serde_json::json!({"tokens": 3})))
             })
@@ -612,7 +630,7 @@ mod tests {
             ["api.json", "api.lock", "budget-api.json", "budget-api.lock"]
         );
         store
-            .update_blob(&kind, "api", &mut |loaded| {
+            .update_blob(&kind, "api", Patience::default(), &mut |loaded| {
                 match loaded {
                     Loaded::Bytes(bytes) => assert_eq!(
                         serde_json::from_slice::<serde_json::Value>(bytes).unwrap()["tokens"],

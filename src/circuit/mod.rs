@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 
 use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings, StoredSettings};
-use store::Store;
+use store::{Patience, Store};
 
 /// Where state (circuits, budgets) is kept: the flags and environment that
 /// name a store.
@@ -133,6 +133,12 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// How far ahead of this host's clock a time in a shared store is
+/// believed: a minute, far more than clocks kept by NTP ever differ. More
+/// is a clock that jumped (a host set years ahead once, a virtual machine
+/// restored from a snapshot), and is not allowed to stop others for years.
+pub(crate) const MOST_AHEAD_MS: u64 = 60_000;
+
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -183,11 +189,13 @@ impl Circuit {
         let mut admission = Admission::Run;
         let (settings, me) = (&self.settings, &self.me);
         let store = &self.store;
-        let updated = self.store.update(&self.name, &mut |state| {
-            admission = breaker::admit(state, settings, now_ms(), me, |probe| {
-                store.probe_alive(&probe.host, probe.pid, &me.host)
-            });
-        })?;
+        // Nothing has run yet: a signal to retry ends the wait at once.
+        let updated =
+            store::update_record(&**store, &self.name, Patience::SIGNALS, &mut |state| {
+                admission = breaker::admit(state, settings, now_ms(), me, |probe| {
+                    store.probe_alive(&probe.host, probe.pid, &me.host)
+                });
+            })?;
         Ok(Decision {
             admission,
             warning: updated.warning,

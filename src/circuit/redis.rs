@@ -30,7 +30,9 @@ use anyhow::Result;
 use rand::RngExt;
 use rand::rngs::SmallRng;
 
-use super::store::{Change, Kind, Loaded, MAX_RECORD_BYTES, Store, one_line, too_large};
+use super::store::{
+    Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, Store, one_line, too_large,
+};
 use resp::{Connection, Deadline, Reply, Trouble};
 
 pub(crate) struct RedisStore {
@@ -92,11 +94,16 @@ impl RedisStore {
     fn explain(&self, trouble: Trouble, deadline: &Deadline) -> anyhow::Error {
         let shown = &self.shown;
         match trouble {
+            Trouble::TimedOut if deadline.by_run => anyhow::anyhow!(
+                "no answer from {shown} before --max-time ran out (gave up after {:.2}s)",
+                deadline.started.elapsed().as_secs_f64()
+            ),
             Trouble::TimedOut => anyhow::anyhow!(
                 "no answer from {shown} within {} (gave up after {:.2}s; --state-timeout)",
                 crate::values::human(self.timeout),
                 deadline.started.elapsed().as_secs_f64()
             ),
+            Trouble::Interrupted => anyhow::Error::new(Interrupted),
             Trouble::Refused => anyhow::anyhow!("Redis at {shown}: connection refused"),
             Trouble::Auth(text) => anyhow::anyhow!(
                 "Redis at {shown}: authentication failed ({})",
@@ -168,7 +175,7 @@ impl RedisStore {
                 Reply::Array(None) => {
                     aborted += 1;
                     let pause = pause_after(aborted, rng.get_or_insert_with(rand::make_rng));
-                    std::thread::sleep(deadline.clamp(pause));
+                    deadline.pause(pause)?;
                 }
                 Reply::Array(Some(items)) => {
                     for item in items {
@@ -207,8 +214,14 @@ fn expect_ok(reply: Reply) -> Result<(), Trouble> {
 }
 
 impl Store for RedisStore {
-    fn update_blob(&self, kind: &Kind, name: &str, change: &mut Change<'_>) -> Result<()> {
-        let deadline = Deadline::new(self.timeout);
+    fn update_blob(
+        &self,
+        kind: &Kind,
+        name: &str,
+        patience: Patience,
+        change: &mut Change<'_>,
+    ) -> Result<()> {
+        let deadline = Deadline::new(self.timeout, patience);
         let key = key_for(kind, name);
         self.exchange(&deadline, &key, change)
             .map_err(|trouble| self.explain(trouble, &deadline))
@@ -285,13 +298,13 @@ mod tests {
         };
         let name = format!("unit-{}", std::process::id());
         store
-            .update_blob(&budget, &name, &mut |loaded| {
+            .update_blob(&budget, &name, Patience::default(), &mut |loaded| {
                 assert!(matches!(loaded, Loaded::Missing), "{loaded:?}");
                 Ok(Some(serde_json::json!({"tokens": 3})))
             })
             .unwrap();
         store
-            .update_blob(&budget, &name, &mut |loaded| {
+            .update_blob(&budget, &name, Patience::default(), &mut |loaded| {
                 match loaded {
                     Loaded::Bytes(bytes) => assert_eq!(bytes, br#"{"tokens":3}"#),
                     other => panic!("{other:?}"),
@@ -349,7 +362,7 @@ mod tests {
                             .unwrap();
                     for _ in 0..updates {
                         store
-                            .update_blob(&kind, &name, &mut |loaded| {
+                            .update_blob(&kind, &name, Patience::default(), &mut |loaded| {
                                 let count: u64 = match loaded {
                                     Loaded::Missing => 0,
                                     Loaded::Bytes(bytes) => serde_json::from_slice(bytes).unwrap(),
@@ -365,7 +378,7 @@ mod tests {
         let store =
             RedisStore::open(&url, Duration::from_secs(5), Duration::from_secs(600)).unwrap();
         store
-            .update_blob(&kind, &name, &mut |loaded| {
+            .update_blob(&kind, &name, Patience::default(), &mut |loaded| {
                 match loaded {
                     Loaded::Bytes(bytes) => {
                         assert_eq!(bytes, format!("{}", clients * updates).as_bytes());

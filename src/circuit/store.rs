@@ -11,6 +11,8 @@
 //! anything unusable as the record's default with a warning: what another
 //! process or host wrote is never trusted to be well formed.
 
+use std::time::{Duration, Instant};
+
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -71,6 +73,63 @@ pub(crate) struct Updated<R = CircuitState> {
     pub(crate) warning: Option<String>,
 }
 
+/// What may end one exchange with a store sooner than the store's own time
+/// limit (`--state-timeout`): a store asked in the middle of a run (a retry
+/// budget before each retry) must not outlast the run's `--max-time`, nor
+/// keep retry deaf to a signal while it waits for a lock or a server. The
+/// default is neither: an exchange that must happen (recording how a run
+/// ended, releasing a probe) waits its full time.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Patience {
+    /// The run's deadline: the exchange gives up by then.
+    pub(crate) until: Option<Instant>,
+    /// A terminating signal to retry ends the exchange at once, with
+    /// [`Interrupted`].
+    pub(crate) signals: bool,
+}
+
+impl Patience {
+    /// Give way to signals (and to nothing else).
+    pub(crate) const SIGNALS: Patience = Patience {
+        until: None,
+        signals: true,
+    };
+
+    /// When an exchange that started at `started`, under the store's own
+    /// `limit`, must end; and whether that is the run's deadline (for
+    /// messages). `None`: no end.
+    pub(crate) fn end(self, started: Instant, limit: Duration) -> (Option<Instant>, bool) {
+        match (started.checked_add(limit), self.until) {
+            (Some(own), Some(run)) if run < own => (Some(run), true),
+            (None, Some(run)) => (Some(run), true),
+            (own, _) => (own, false),
+        }
+    }
+
+    /// A signal arrived, and this exchange gives way to it.
+    pub(crate) fn interrupted(self) -> bool {
+        self.signals && crate::signals::terminating_arrived()
+    }
+}
+
+/// A store exchange given up because retry received a terminating signal:
+/// the run ends on that signal, so it is no failure of the store, and is
+/// worth no warning. Callers recognise it with `error.is::<Interrupted>()`.
+#[derive(Debug)]
+pub(crate) struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted by a signal")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// How long the longest single wait inside an exchange that gives way to
+/// signals lasts: the delay before it notices one.
+pub(crate) const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
 /// What `change` gets and gives back: the record as found, and the JSON to
 /// store in its place (`None`: leave it as it is).
 pub(crate) type Change<'a> = dyn FnMut(&Loaded) -> Result<Option<serde_json::Value>> + 'a;
@@ -80,8 +139,15 @@ pub(crate) trait Store {
     /// and store that: atomically with respect to every other process (and
     /// host) using the same store, within the store's time limit. `change`
     /// may be called more than once (a shared store retries when another
-    /// host got in between); only its last answer counts.
-    fn update_blob(&self, kind: &Kind, name: &str, change: &mut Change<'_>) -> Result<()>;
+    /// host got in between); only its last answer counts. `patience` may
+    /// end the exchange sooner than the store's own limit.
+    fn update_blob(
+        &self,
+        kind: &Kind,
+        name: &str,
+        patience: Patience,
+        change: &mut Change<'_>,
+    ) -> Result<()>;
 
     /// For messages about the record's content: "/dir/NAME.json", "Redis
     /// key retry:circuit:NAME".
@@ -94,7 +160,7 @@ pub(crate) trait Store {
     /// it changed: atomically with respect to every other process (and
     /// host) using the same store. A missing or unreadable state is closed.
     fn update(&self, name: &str, change: &mut dyn FnMut(&mut CircuitState)) -> Result<Updated> {
-        update_record(self, name, change)
+        update_record(self, name, Patience::default(), change)
     }
 
     /// For messages: where circuit `name` is kept.
@@ -158,11 +224,12 @@ pub(crate) fn too_large() -> String {
 pub(crate) fn update_record<R: Record, S: Store + ?Sized>(
     store: &S,
     name: &str,
+    patience: Patience,
     change: &mut dyn FnMut(&mut R),
 ) -> Result<Updated<R>> {
     let kind = R::KIND;
     let mut outcome = None;
-    store.update_blob(&kind, name, &mut |loaded| {
+    store.update_blob(&kind, name, patience, &mut |loaded| {
         let (mut state, warning) = interpret::<R, S>(store, &kind, name, loaded);
         let before = state.clone();
         change(&mut state);
@@ -255,7 +322,13 @@ mod tests {
     }
 
     impl Store for Memory {
-        fn update_blob(&self, _: &Kind, _: &str, change: &mut Change<'_>) -> Result<()> {
+        fn update_blob(
+            &self,
+            _: &Kind,
+            _: &str,
+            _: Patience,
+            change: &mut Change<'_>,
+        ) -> Result<()> {
             let loaded = match self.blob.borrow().clone() {
                 None => Loaded::Missing,
                 Some(bytes) if bytes.len() > MAX_RECORD_BYTES => Loaded::Corrupt(too_large()),
@@ -344,12 +417,16 @@ mod tests {
             }
         }
         let memory = Memory::holding(None);
-        let updated = update_record::<Tokens, _>(&memory, "b", &mut |t| t.tokens = 7).unwrap();
+        let updated =
+            update_record::<Tokens, _>(&memory, "b", Patience::default(), &mut |t| t.tokens = 7)
+                .unwrap();
         assert_eq!(updated.state.tokens, 7);
-        let again = update_record::<Tokens, _>(&memory, "b", &mut |_| {}).unwrap();
+        let again =
+            update_record::<Tokens, _>(&memory, "b", Patience::default(), &mut |_| {}).unwrap();
         assert_eq!(again.state.tokens, 7);
         *memory.blob.borrow_mut() = Some(br#"{"tokens":1000}"#.to_vec());
-        let bad = update_record::<Tokens, _>(&memory, "b", &mut |_| {}).unwrap();
+        let bad =
+            update_record::<Tokens, _>(&memory, "b", Patience::default(), &mut |_| {}).unwrap();
         assert_eq!(bad.state.tokens, 0);
         assert!(bad.warning.unwrap().contains("treating the budget as full"));
     }

@@ -94,7 +94,12 @@ struct Layer {
 /// Read a user presets file: a regular file (a symlink to one is fine: it
 /// is the user's own configuration), at most 1 MiB, UTF-8. `Ok(None)` when
 /// nothing is there and nothing had to be.
-fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String> {
+///
+/// A file at a default place (not named by `RETRY_PRESETS`) that is not
+/// ours to use (unreadable to us, another user's, writable by others: a run
+/// under another user's `HOME`) is ignored with a warning: another user can
+/// neither decide how our runs judge failures nor make them fail.
+fn read_user_file(path: &Path, required: bool) -> Result<UserFile, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let shown = path.display();
     let file = std::fs::OpenOptions::new()
@@ -106,10 +111,15 @@ fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String>
         Err(err)
             if !required && matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) =>
         {
-            return Ok(None);
+            return Ok(UserFile::Missing);
         }
         Err(err) if required => {
             return Err(format!("RETRY_PRESETS names {shown}: {err}"));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Ok(UserFile::Ignored(format!(
+                "presets file {shown} cannot be read ({err}): ignored"
+            )));
         }
         Err(err) => return Err(format!("presets file {shown}: {err}")),
     };
@@ -123,6 +133,17 @@ fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String>
             kind.described()
         ));
     }
+    if let Some(problem) = others_may_write(&meta) {
+        let why = "or another user could decide how retry judges failures (as ssh refuses such a config file)";
+        if required {
+            return Err(format!(
+                "presets file {shown} {problem}: refusing it, {why}"
+            ));
+        }
+        return Ok(UserFile::Ignored(format!(
+            "presets file {shown} {problem}: ignored, {why}"
+        )));
+    }
     let mut bytes = Vec::new();
     (&mut file)
         .take(USER_FILE_LIMIT + 1)
@@ -131,7 +152,7 @@ fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String>
     if bytes.len() as u64 > USER_FILE_LIMIT {
         return Err(format!("presets file {shown} is larger than 1 MiB"));
     }
-    String::from_utf8(bytes).map(Some).map_err(|err| {
+    String::from_utf8(bytes).map(UserFile::Text).map_err(|err| {
         format!(
             "presets file {shown}: not UTF-8 (at byte {})",
             err.utf8_error().valid_up_to()
@@ -139,12 +160,48 @@ fn read_user_file(path: &Path, required: bool) -> Result<Option<String>, String>
     })
 }
 
-/// The user layers that exist, in order.
-fn user_layers(sources: &Sources) -> Result<Vec<Layer>, String> {
+/// Why a presets file is not ours alone to write, as OpenSSH's `StrictModes`
+/// judges `~/.ssh/config`: it must belong to us or root, and no one else
+/// may write it (a group that is our own may). `None`: it is ours alone.
+fn others_may_write(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!(
+            "belongs to another user (uid {}), not to you or root",
+            meta.uid()
+        ));
+    }
+    let group_of_others = meta.gid() != rustix::process::getegid().as_raw();
+    if mode & 0o002 != 0 || (mode & 0o020 != 0 && group_of_others) {
+        return Some(format!(
+            "is writable by others (mode {mode:04o}; chmod go-w)"
+        ));
+    }
+    None
+}
+
+/// What a user presets file gave.
+enum UserFile {
+    Missing,
+    Text(String),
+    /// Not used, and why (a warning).
+    Ignored(String),
+}
+
+/// The user layers that exist, in order; the files ignored are said in
+/// `notes`.
+fn user_layers(sources: &Sources, notes: &mut Vec<String>) -> Result<Vec<Layer>, String> {
     let mut layers = Vec::new();
     for (path, required) in sources.files() {
-        let Some(text) = read_user_file(path, required)? else {
-            continue;
+        let text = match read_user_file(path, required)? {
+            UserFile::Text(text) => text,
+            UserFile::Missing => continue,
+            UserFile::Ignored(why) => {
+                notes.push(why);
+                continue;
+            }
         };
         let shown = path.display().to_string();
         let presets = schema::parse(
@@ -222,10 +279,20 @@ pub(crate) fn choose(
     program: Option<&OsStr>,
     sources: &Sources,
 ) -> Result<Option<Chosen>, String> {
+    choose_noting(request, program, sources, &mut Vec::new())
+}
+
+/// [`choose`], saying in `notes` which user files were ignored.
+pub(crate) fn choose_noting(
+    request: &Request,
+    program: Option<&OsStr>,
+    sources: &Sources,
+    notes: &mut Vec<String>,
+) -> Result<Option<Chosen>, String> {
     if *request == Request::Off {
         return Ok(None);
     }
-    let layers = user_layers(sources)?;
+    let layers = user_layers(sources, notes)?;
     match request {
         Request::Off => Ok(None),
         Request::Named(name) => {
@@ -344,7 +411,8 @@ pub(crate) fn rule_set(chosen: &Chosen) -> Result<RuleSet, String> {
 
 /// `--preset list`: every preset, where it comes from and what it does.
 pub(crate) fn list_text(sources: &Sources) -> Result<String, String> {
-    let layers = user_layers(sources)?;
+    let mut ignored = Vec::new();
+    let layers = user_layers(sources, &mut ignored)?;
     let mut all: Vec<(Preset, bool)> = builtins().into_iter().map(|p| (p, false)).collect();
     for layer in &layers {
         for preset in &layer.presets {
@@ -360,8 +428,18 @@ pub(crate) fn list_text(sources: &Sources) -> Result<String, String> {
     }
     let mut text = String::new();
     for (path, _) in sources.files() {
-        let state = if path.exists() { "read" } else { "none" };
+        let named = format!("presets file {} ", path.display());
+        let state = if ignored.iter().any(|why| why.starts_with(&named)) {
+            "ignored"
+        } else if path.exists() {
+            "read"
+        } else {
+            "none"
+        };
         text.push_str(&format!("# user presets: {} ({state})\n", path.display()));
+    }
+    for why in &ignored {
+        text.push_str(&format!("# warning: {why}\n"));
     }
     text.push('\n');
     for (preset, replaces) in &all {

@@ -267,10 +267,38 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The longest description or `means`, in characters: a few times the
+/// longest built-in one, and short enough that no message built on it is
+/// a flood.
+const MOST_TEXT: usize = 500;
+
+/// A character that could move the cursor, end a line or start an escape
+/// sequence in a terminal or a log: no part of a message of retry's.
+fn unprintable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
 fn one_line(checker: &mut Checker<'_>, what: &str, value: &Spanned<String>) -> Option<String> {
     let text = value.get_ref();
     if text.trim().is_empty() || text.contains('\n') || text.contains('\r') {
         checker.add(&value.span(), format!("{what} must be one non-empty line"));
+        return None;
+    }
+    if let Some(c) = text.chars().find(|&c| unprintable(c)) {
+        checker.add(
+            &value.span(),
+            format!(
+                "{what} holds a control character ({}): it reaches retry's messages, which must stay one plain line",
+                c.escape_unicode()
+            ),
+        );
+        return None;
+    }
+    if text.chars().count() > MOST_TEXT {
+        checker.add(
+            &value.span(),
+            format!("{what} is longer than {MOST_TEXT} characters"),
+        );
         return None;
     }
     Some(text.clone())
@@ -544,6 +572,30 @@ means = "no directory {1}"
 
     fn problems(text: &str) -> Vec<(usize, String)> {
         user(text).unwrap_err().problems
+    }
+
+    #[test]
+    fn texts_that_reach_messages_are_plain_and_short() {
+        // Before: an escape sequence or a vertical tab in `means` went raw
+        // into retry's text lines (erasing the line, forging another), and
+        // a means of 50,000 `{1}` made each failure line megabytes long.
+        for bad in [r"\u001b[2K", r"\u000b", r"\u0085", r"\u2028", r"\u007f"] {
+            let text = GOOD.replace(
+                "means = \"rclone reported a temporary error\"",
+                &format!("means = \"rclone{bad}retry: forged\""),
+            );
+            let found = problems(&text);
+            assert_eq!(found[0].0, 9, "{bad}: {found:?}");
+            assert!(found[0].1.contains("control character"), "{found:?}");
+            let text = GOOD.replace("retry temporary errors", &format!("x{bad}"));
+            assert!(problems(&text)[0].1.contains("description holds a control"));
+        }
+        let long = GOOD.replace("no directory {1}", &"{1}".repeat(200));
+        let found = problems(&long);
+        assert!(
+            found[0].1.contains("longer than 500 characters"),
+            "{found:?}"
+        );
     }
 
     #[test]

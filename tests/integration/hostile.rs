@@ -268,3 +268,633 @@ fn the_command_shown_under_verbose_has_its_control_characters_escaped() {
     );
     assert!(stderr.contains("x\\nretry: forged\\r\\e[1A"), "{stderr}");
 }
+
+// ---- The retry budget's store: its waits are the run's waits ----
+
+/// A state directory only we can use (the store refuses any other).
+fn private_state() -> tempfile::TempDir {
+    let dir = scratch();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+/// A child body that takes budget `name`'s lock in `state` for `seconds`
+/// (util-linux `flock`, in a session of its own so the attempt's clean-up
+/// leaves it holding), waits until it holds it, then exits 3: the retry
+/// that follows has to wait for the store.
+fn hold_budget_lock_then_fail(state: &Path, name: &str, seconds: u32) -> String {
+    let lock = state.join(format!("budget@{name}.lock"));
+    let held = state.join("held");
+    format!(
+        "setsid flock '{lock}' sh -c 'touch {held}; sleep {seconds}' </dev/null >/dev/null 2>&1 & \
+         until [ -e '{held}' ]; do sleep 0.01; done; exit 3",
+        lock = lock.display(),
+        held = held.display()
+    )
+}
+
+fn flock_available() -> bool {
+    let found = std::process::Command::new("flock")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("skipped: no flock command (util-linux)");
+    }
+    found
+}
+
+#[test]
+fn a_held_budget_lock_never_holds_the_run_past_max_time() {
+    if !flock_available() {
+        return;
+    }
+    let state = private_state();
+    let body = hold_budget_lock_then_fail(state.path(), "api", 15);
+    let started = Instant::now();
+    let out = retry()
+        .args(["--budget", "api", "--state-timeout", "30s", "--state-dir"])
+        .arg(state.path())
+        .args([
+            "-t", "1500ms", "-n", "3", "-d", "0", "--", "sh", "-c", &body,
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: the wait for the lock lasted --state-timeout (30 s), and an
+    // attempt started past --max-time.
+    assert!(took < Duration::from_secs(6), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("--max-time ran out while asking retry budget api; exit 3"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("attempt 2"), "{stderr}");
+}
+
+#[test]
+fn a_signal_during_the_wait_for_a_budget_lock_ends_the_run_at_once() {
+    if !flock_available() {
+        return;
+    }
+    let state = private_state();
+    let body = hold_budget_lock_then_fail(state.path(), "api", 15);
+    let child = retry_std()
+        .args(["--budget", "api", "--state-timeout", "30s", "--state-dir"])
+        .arg(state.path())
+        .args(["-n", "3", "-d", "0", "--", "sh", "-c", &body])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&state.path().join("held"), Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    send_signal(child.id(), "TERM");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: deaf to it until the lock's wait ran out (30 s here).
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?}: {stderr}",
+        signalled.elapsed()
+    );
+    assert_eq!(code_and_signal(out.status), (None, Some(15)), "{stderr}");
+    assert!(!stderr.contains("retrying as if"), "{stderr}");
+}
+
+/// A Redis stand-in on 127.0.0.1: the first `answered` connections get
+/// answers as a real server gives them to retry's transaction (an empty
+/// key, a write that succeeds); every later one is accepted and never
+/// answered. Returns the port.
+fn redis_that_stalls_after(answered: usize) -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (count, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            if count >= answered {
+                held.push(stream);
+                continue;
+            }
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let Some(count) = line.trim().strip_prefix('*') else {
+                        return;
+                    };
+                    let mut words = Vec::new();
+                    for _ in 0..count.parse::<usize>().unwrap() {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        let len: usize = line.trim()[1..].parse().unwrap();
+                        let mut word = vec![0; len + 2];
+                        reader.read_exact(&mut word).unwrap();
+                        words.push(String::from_utf8_lossy(&word[..len]).to_uppercase());
+                    }
+                    let reply: &[u8] = match words[0].as_str() {
+                        "EXISTS" => b":0\r\n",
+                        "GETRANGE" => b"$0\r\n\r\n",
+                        "SET" => b"+QUEUED\r\n",
+                        "EXEC" => b"*1\r\n+OK\r\n",
+                        _ => b"+OK\r\n",
+                    };
+                    if writer.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_silent_redis_never_holds_a_budgeted_run_past_max_time_or_a_signal() {
+    // The deposit is answered; the withdrawal before the retry never is.
+    let port = redis_that_stalls_after(1);
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let started = Instant::now();
+    let out = retry()
+        .args(["--budget", "api", "--state-url", &url])
+        .args([
+            "--state-timeout",
+            "30s",
+            "-t",
+            "1500ms",
+            "-n",
+            "3",
+            "-d",
+            "0",
+        ])
+        .args(["--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(6), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("--max-time ran out while asking retry budget api"),
+        "{stderr}"
+    );
+
+    let port = redis_that_stalls_after(1);
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let dir = scratch();
+    let failed = dir.path().join("failed");
+    let body = format!("touch '{}'; exit 3", failed.display());
+    let child = retry_std()
+        .args(["--budget", "api", "--state-url", &url])
+        .args(["--state-timeout", "30s", "-n", "3", "-d", "0"])
+        .args(["--", "sh", "-c", &body])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&failed, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    send_signal(child.id(), "TERM");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?}: {stderr}",
+        signalled.elapsed()
+    );
+    assert_eq!(code_and_signal(out.status), (None, Some(15)), "{stderr}");
+}
+
+// ---- -o FILE where another user can put files ----
+
+/// A file of nobody's (65534), writable by all: what another user plants
+/// at a path a root job will write.
+fn plant_as_nobody(path: &Path) {
+    std::fs::write(path, "").unwrap();
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+}
+
+#[test]
+fn output_over_another_users_file_in_a_sticky_directory_is_refused() {
+    if skip_unless_root("output_over_another_users_file_in_a_sticky_directory_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    let out = shared.join("out");
+    let ran = dir.path().join("ran");
+
+    // Planted before the run: refused before anything runs. Before, the
+    // output went into it and stayed nobody's, mode 0666: the planter
+    // decided who reads what root's job wrote.
+    plant_as_nobody(&out);
+    let result = retry()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!("touch '{}'; echo secret", ran.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(std::fs::read(&out).unwrap(), b"");
+
+    // Planted while the command runs: not replaced either.
+    std::fs::remove_file(&out).unwrap();
+    let plant = format!(
+        "touch '{out}' && chown 65534:65534 '{out}' && chmod 666 '{out}' && echo secret",
+        out = out.display()
+    );
+    let result = retry()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &plant])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is now owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"");
+    assert_eq!(std::fs::metadata(&out).unwrap().uid(), 65534);
+
+    // Our own file there, and another user's file in a directory that is
+    // not shared, are replaced as before (the latter keeps its owner).
+    std::fs::remove_file(&out).unwrap();
+    std::fs::write(&out, "old").unwrap();
+    retry()
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "echo", "new"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "new\n");
+    let private = dir.path().join("theirs");
+    plant_as_nobody(&private);
+    retry()
+        .arg("-o")
+        .arg(&private)
+        .args(["--", "echo", "new"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&private).unwrap(), "new\n");
+    assert_eq!(std::fs::metadata(&private).unwrap().uid(), 65534);
+}
+
+// ---- Presets files another user can write ----
+
+/// A presets file that makes `false` a permanent failure at once.
+const STOP_FALSE: &str = r#"
+[preset.planted]
+description = "planted"
+commands = ["false"]
+
+[[preset.planted.exit]]
+kind = "permanent"
+codes = "1"
+means = "the planted preset says stop"
+"#;
+
+#[test]
+fn a_presets_file_others_can_write_decides_nothing() {
+    let dir = scratch();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("retry")).unwrap();
+    let file = config.join("retry/presets.toml");
+    std::fs::write(&file, STOP_FALSE).unwrap();
+    let run = || {
+        retry()
+            .env("XDG_CONFIG_HOME", &config)
+            .args(["-n", "2", "-d", "0", "--", "false"])
+            .output()
+            .unwrap()
+    };
+    // Ours alone: obeyed.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the planted preset says stop"), "{stderr}");
+
+    // Writable by anyone: before, obeyed all the same. Now ignored with a
+    // warning (the run goes on with the built-ins), and refused when
+    // RETRY_PRESETS names it.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is writable by others (mode 0666; chmod go-w): ignored"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("attempt 2/2"), "{stderr}");
+    assert!(!stderr.contains("says stop"), "{stderr}");
+    let out = retry()
+        .env("RETRY_PRESETS", &file)
+        .args(["-n", "2", "-d", "0", "--", "false"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("refusing it"), "{stderr}");
+
+    if skip_unless_root("a_presets_file_others_can_write_decides_nothing (another owner)") {
+        return;
+    }
+    // Another user's, even read-only to them: root running with their
+    // HOME (sudo -E) takes no policy from them, and they cannot make its
+    // runs fail either.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("belongs to another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("says stop"), "{stderr}");
+    let out = retry()
+        .env("XDG_CONFIG_HOME", &config)
+        .args(["--preset", "list"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("presets.toml (ignored)"), "{stdout}");
+}
+
+#[test]
+fn a_presets_file_we_cannot_read_does_not_stop_the_run() {
+    if skip_unless_root("a_presets_file_we_cannot_read_does_not_stop_the_run") {
+        return;
+    }
+    // Root's configuration, and a job run as nobody with root's HOME (su
+    // or sudo -u without a login): before, every run failed with 125.
+    let dir = scratch();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("retry")).unwrap();
+    std::fs::write(config.join("retry/presets.toml"), STOP_FALSE).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let Ok(out) = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["-n", "1", "--", "true"])
+        .env("XDG_CONFIG_HOME", &config)
+        .env_remove("RETRY_PRESETS")
+        .output()
+    else {
+        eprintln!("skipped: no setpriv (util-linux)");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("cannot be read (Permission denied"),
+        "{stderr}"
+    );
+}
+
+// ---- A reader of retry's output that takes nothing ----
+
+/// Which of retry's outputs the stalled reader holds.
+#[derive(Clone, Copy)]
+enum Stalled {
+    Stdout,
+    Stderr,
+}
+
+/// Run `retry ARGS` with `stalled` going to a pipe nobody reads (the other
+/// output to /dev/null), SIGTERM after `signal_after` if given; returns how
+/// it ended and when, or fails after 30 s (a hang).
+fn with_a_stalled_reader(
+    stalled: Stalled,
+    args: &[&str],
+    signal_after: Option<Duration>,
+) -> (std::process::ExitStatus, Duration) {
+    use std::process::Stdio;
+    let mut command = retry_std();
+    command.args(args).stdin(Stdio::null());
+    match stalled {
+        Stalled::Stdout => command.stdout(Stdio::piped()).stderr(Stdio::null()),
+        Stalled::Stderr => command.stdout(Stdio::null()).stderr(Stdio::piped()),
+    };
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    // Held, never read: the pipe fills and stays full.
+    let _reader = (child.stdout.take(), child.stderr.take());
+    if let Some(after) = signal_after {
+        std::thread::sleep(after);
+        send_signal(child.id(), "TERM");
+    }
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, started.elapsed());
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("retry {args:?} hung on a reader that takes nothing");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Three megabytes on stdout, more than any pipe holds.
+const FLOOD: &str = "head -c 3000000 /dev/zero; sleep 1";
+
+#[test]
+fn a_stalled_stdout_holds_retry_neither_past_a_signal_nor_past_max_time() {
+    let second = Some(Duration::from_secs(1));
+    // --buffer-stdout: the delivery after the success. Before: blocked in
+    // its write for as long as the reader stalled, deaf to SIGTERM and
+    // --max-time.
+    let buffered = ["--buffer-stdout", "--", "sh", "-c", FLOOD];
+    let (status, took) = with_a_stalled_reader(Stalled::Stdout, &buffered, second);
+    assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let limited = ["-t", "3s", "--buffer-stdout", "--", "sh", "-c", FLOOD];
+    let (status, took) = with_a_stalled_reader(Stalled::Stdout, &limited, None);
+    assert_eq!(status.code(), Some(125), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // Scanned stdout, passed through by a pump. Before: the attempt was
+    // over, but retry waited for the pump stuck in its write.
+    let scanned = ["--scan-stdout", "--retry-on-output", "zzz", "--"];
+    let args: Vec<&str> = scanned.iter().copied().chain(["sh", "-c", FLOOD]).collect();
+    let (status, took) = with_a_stalled_reader(Stalled::Stdout, &args, second);
+    assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_stalled_stderr_holds_retry_neither_past_a_signal_nor_past_max_time() {
+    let flood = "head -c 3000000 /dev/zero >&2; sleep 1";
+    let args = [
+        "-t",
+        "3s",
+        "--retry-on-output",
+        "zzz",
+        "--",
+        "sh",
+        "-c",
+        flood,
+    ];
+    // Before: the pump stuck in its write held the run, and then retry's
+    // own lines did.
+    let (status, took) = with_a_stalled_reader(Stalled::Stderr, &args, None);
+    assert_eq!(status.code(), Some(124), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let args = ["--retry-on-output", "zzz", "--", "sh", "-c", flood];
+    let (status, took) =
+        with_a_stalled_reader(Stalled::Stderr, &args, Some(Duration::from_secs(1)));
+    assert_eq!(code_and_signal(status), (None, Some(15)), "after {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+// ---- CI step files ----
+
+#[test]
+fn step_files_through_another_users_symlink_in_a_sticky_directory_are_not_written() {
+    if skip_unless_root("step_files_through_another_users_symlink_are_not_written") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    // A file of root's that another user would like written to.
+    let target = dir.path().join("roots-file");
+    std::fs::write(&target, "root's\n").unwrap();
+    let output = shared.join("output");
+    let summary = shared.join("summary");
+    for link in [&output, &summary] {
+        std::os::unix::fs::symlink(&target, link).unwrap();
+        give_to_nobody(link);
+    }
+    let out = retry()
+        .env("GITHUB_OUTPUT", &output)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["-n", "1", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: both were followed and root's file got the lines.
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's\n");
+    assert_eq!(
+        stderr
+            .matches("a symlink owned by another user (uid 65534)")
+            .count(),
+        2,
+        "{stderr}"
+    );
+
+    // Our own symlink there is followed, as before.
+    std::fs::remove_file(&output).unwrap();
+    std::os::unix::fs::symlink(&target, &output).unwrap();
+    retry()
+        .env("GITHUB_OUTPUT", &output)
+        .args(["-n", "1", "--", "true"])
+        .assert()
+        .success();
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .contains("outcome=success")
+    );
+}
+
+#[test]
+fn output_through_another_users_directory_symlink_is_refused() {
+    if skip_unless_root("output_through_another_users_directory_symlink_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    // What root's job must never replace: a file in a directory of its own.
+    let victim = dir.path().join("etc");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("passwd"), "precious\n").unwrap();
+    // Another user makes /tmp/shared/reports before root's job does.
+    let reports = shared.join("reports");
+    std::os::unix::fs::symlink(&victim, &reports).unwrap();
+    give_to_nobody(&reports);
+    let ran = dir.path().join("ran");
+    let out = retry()
+        .arg("-o")
+        .arg(reports.join("passwd"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("touch '{}'; echo pwned", ran.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: followed, and etc/passwd replaced by the job's output.
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(
+        std::fs::read_to_string(victim.join("passwd")).unwrap(),
+        "precious\n"
+    );
+
+    // Our own symlink on the way (or one of root's) is followed.
+    let ours = shared.join("ours");
+    std::os::unix::fs::symlink(&victim, &ours).unwrap();
+    retry()
+        .arg("-o")
+        .arg(ours.join("report"))
+        .args(["--", "echo", "fine"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(victim.join("report")).unwrap(),
+        "fine\n"
+    );
+}
+
+// ---- Hooks ----
+
+#[test]
+fn a_hook_that_ignores_sigterm_past_max_time_ends_the_run_and_says_so() {
+    let mark = marker();
+    let hook = format!("trap '' TERM; sleep {mark}");
+    let started = Instant::now();
+    let out = retry()
+        .args(["-n", "3", "-d", "0", "-t", "1s", "--kill-after", "300ms"])
+        .args(["--on-retry", &hook, "--", "false"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
+    assert!(
+        stderr.contains("--max-time ran out during --on-retry; exit 1"),
+        "{stderr}"
+    );
+    // Before: "retrying anyway", and then no retry.
+    assert!(!stderr.contains("retrying anyway"), "{stderr}");
+    assert!(
+        stderr.contains("no retry follows: the run ends"),
+        "{stderr}"
+    );
+    assert!(none_left(&mark, Duration::from_secs(5)));
+}

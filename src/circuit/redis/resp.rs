@@ -19,11 +19,13 @@ use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo};
 
-use crate::circuit::store::{MAX_RECORD_BYTES, one_line};
+use crate::circuit::store::{Interrupted, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, one_line};
+use crate::signals::terminating_arrived;
 
 /// The longest reply line (status, error, length) read.
 const MAX_LINE: usize = 4096;
@@ -33,24 +35,36 @@ const MAX_BULK: usize = MAX_RECORD_BYTES + 1;
 /// The most items in an array reply (EXEC answers one per queued command).
 const MAX_ITEMS: i64 = 16;
 
-/// The time limit of one exchange, from its start.
+/// The time limit of one exchange, from its start: the store's own, or the
+/// run's deadline when that comes first; and whether a signal to retry
+/// ends it (see [`Patience`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Deadline {
     pub(super) started: Instant,
     end: Option<Instant>,
+    /// `end` is the run's deadline, not the store's limit.
+    pub(super) by_run: bool,
+    signals: bool,
 }
 
 impl Deadline {
-    pub(super) fn new(limit: Duration) -> Deadline {
+    pub(super) fn new(limit: Duration, patience: Patience) -> Deadline {
         let started = Instant::now();
+        let (end, by_run) = patience.end(started, limit);
         Deadline {
             started,
-            end: started.checked_add(limit),
+            end,
+            by_run,
+            signals: patience.signals,
         }
     }
 
-    /// The time left (`None`: no limit), or a timeout once none is.
+    /// The time left (`None`: no limit), or a timeout once none is, or
+    /// [`Interrupted`] once a signal to retry ends the exchange.
     fn left(&self) -> io::Result<Option<Duration>> {
+        if self.signals && terminating_arrived() {
+            return Err(io::Error::other(Interrupted));
+        }
         match self.end {
             None => Ok(None),
             Some(end) => {
@@ -64,11 +78,39 @@ impl Deadline {
         }
     }
 
+    /// How long the next blocking call may wait: the time left, cut into
+    /// slices when a signal must be noticed meanwhile.
+    fn slice(&self) -> io::Result<Option<Duration>> {
+        let left = self.left()?;
+        if !self.signals {
+            return Ok(left);
+        }
+        Ok(Some(
+            left.map_or(SIGNAL_SLICE, |left| left.min(SIGNAL_SLICE)),
+        ))
+    }
+
     /// `pause`, cut short so that it ends by the deadline at the latest.
     pub(super) fn clamp(&self, pause: Duration) -> Duration {
         match self.end {
             None => pause,
             Some(end) => pause.min(end.saturating_duration_since(Instant::now())),
+        }
+    }
+
+    /// Sleep `pause`, ending by the deadline at the latest, and at once
+    /// (with [`Interrupted`]) when a signal to retry ends the exchange.
+    pub(super) fn pause(&self, pause: Duration) -> io::Result<()> {
+        let wake = Instant::now() + self.clamp(pause);
+        loop {
+            if self.signals && terminating_arrived() {
+                return Err(io::Error::other(Interrupted));
+            }
+            let left = wake.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(SIGNAL_SLICE));
         }
     }
 }
@@ -86,10 +128,18 @@ pub(super) enum Trouble {
     Other(String),
     /// Not Redis's doing: the record's own code failed.
     Record(anyhow::Error),
+    /// A signal to retry ended the exchange.
+    Interrupted,
 }
 
 impl From<io::Error> for Trouble {
     fn from(err: io::Error) -> Trouble {
+        if err
+            .get_ref()
+            .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Interrupted>)
+        {
+            return Trouble::Interrupted;
+        }
         match err.kind() {
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Trouble::TimedOut,
             io::ErrorKind::ConnectionRefused => Trouble::Refused,
@@ -168,17 +218,36 @@ fn expired(err: io::Error) -> io::Error {
     }
 }
 
+/// A socket's timeout or a signal ended the call: the deadline (asked again
+/// by the caller) says whether to give up.
+fn cut_short(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
 impl<S: Socket> Read for Timed<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.socket.limit_reads(self.deadline.left()?)?;
-        self.socket.read(buf).map_err(expired)
+        loop {
+            self.socket.limit_reads(self.deadline.slice()?)?;
+            match self.socket.read(buf) {
+                Err(err) if cut_short(&err) => {}
+                other => return other.map_err(expired),
+            }
+        }
     }
 }
 
 impl<S: Socket> Write for Timed<S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.socket.limit_writes(self.deadline.left()?)?;
-        self.socket.write(buf).map_err(expired)
+        loop {
+            self.socket.limit_writes(self.deadline.slice()?)?;
+            match self.socket.write(buf) {
+                Err(err) if cut_short(&err) => {}
+                other => return other.map_err(expired),
+            }
+        }
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -459,11 +528,18 @@ fn off_thread<T: Send + 'static>(
             let _ = sender.send(work());
         })
         .map_err(Trouble::from)?;
-    let result = match deadline.left()? {
-        Some(left) => receiver.recv_timeout(left).map_err(|_| Trouble::TimedOut)?,
-        None => receiver.recv().map_err(|_| Trouble::TimedOut)?,
-    };
-    Ok(result?)
+    loop {
+        let answer = match deadline.slice()? {
+            Some(wait) => receiver.recv_timeout(wait),
+            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match answer {
+            Ok(result) => return Ok(result?),
+            // Time left or a signal: the deadline says at the next turn.
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Err(Trouble::TimedOut),
+        }
+    }
 }
 
 fn tcp(host: &str, port: u16, deadline: &Deadline) -> Result<TcpStream, Trouble> {
@@ -549,21 +625,23 @@ mod tests {
     #[test]
     fn a_pause_never_outlasts_the_deadline() {
         let second = Duration::from_secs(1);
-        let deadline = Deadline::new(Duration::from_millis(100));
+        let deadline = Deadline::new(Duration::from_millis(100), Patience::default());
         assert!(deadline.clamp(second) <= Duration::from_millis(100));
         assert_eq!(deadline.clamp(Duration::ZERO), Duration::ZERO);
-        let spent = Deadline::new(Duration::ZERO);
+        let spent = Deadline::new(Duration::ZERO, Patience::default());
         assert_eq!(spent.clamp(second), Duration::ZERO);
         let unlimited = Deadline {
             started: Instant::now(),
             end: None,
+            by_run: false,
+            signals: false,
         };
         assert_eq!(unlimited.clamp(second), second);
     }
 
     fn one_reply(reply: &'static [u8]) -> Result<Reply, Trouble> {
         let (info, server) = answering(reply, Duration::from_millis(300));
-        let deadline = Deadline::new(Duration::from_millis(200));
+        let deadline = Deadline::new(Duration::from_millis(200), Patience::default());
         let mut connection = Connection::open(&info, &deadline)?;
         connection.send(&[vec![b"PING"]])?;
         let reply = connection.read();
@@ -623,7 +701,7 @@ mod tests {
     fn silence_ends_at_the_deadline() {
         let (info, server) = answering(b"+O", Duration::from_secs(2));
         let started = Instant::now();
-        let deadline = Deadline::new(Duration::from_millis(200));
+        let deadline = Deadline::new(Duration::from_millis(200), Patience::default());
         let result = Connection::open(&info, &deadline).and_then(|mut connection| {
             connection.send(&[vec![b"PING"]])?;
             connection.read()
@@ -771,7 +849,7 @@ mod tests {
                 .get_connection_info()
                 .clone()
         };
-        let deadline = Deadline::new(Duration::from_secs(5));
+        let deadline = Deadline::new(Duration::from_secs(5), Patience::default());
         let result = Connection::open_trusting(
             &info(format!("rediss://localhost:{port}/1")),
             &deadline,
@@ -813,12 +891,14 @@ mod tests {
             .clone();
         let started = Instant::now();
         // The handshake happens with the first command.
-        let result = Connection::open(&info, &Deadline::new(Duration::from_millis(300))).and_then(
-            |mut connection| {
-                connection.send(&[vec![b"PING"]])?;
-                connection.read()
-            },
-        );
+        let result = Connection::open(
+            &info,
+            &Deadline::new(Duration::from_millis(300), Patience::default()),
+        )
+        .and_then(|mut connection| {
+            connection.send(&[vec![b"PING"]])?;
+            connection.read()
+        });
         assert!(matches!(result, Err(Trouble::TimedOut)), "{result:?}");
         assert!(started.elapsed() < Duration::from_millis(1200));
         server.join().unwrap();
