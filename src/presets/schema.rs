@@ -141,8 +141,10 @@ pub(crate) enum Strictness {
     /// explicitly; patterns are compiled when a preset is used (a unit test
     /// compiles them all).
     Builtin,
-    /// A user's file: sources optional; every pattern is compiled now, so
-    /// that a bad one is reported whatever the command.
+    /// A user's file: sources optional; every pattern's syntax is checked
+    /// now (parsed, not compiled: compiling a file's every pattern on every
+    /// run would cost seconds), so that a bad one is reported whatever the
+    /// command; the chosen preset's are compiled when it is used.
     User,
 }
 
@@ -403,15 +405,15 @@ fn check_preset(
         let source = check_source(checker, &at, rule.source, strictness, &rule_span);
         let pattern = rule.pattern.get_ref().clone();
         let groups = if strictness == Strictness::User {
-            match compile(&pattern) {
-                Ok(regex) => {
-                    if regex.is_match(b"") {
+            match parse_pattern(&pattern) {
+                Ok(hir) => {
+                    if hir.properties().minimum_len() == Some(0) {
                         checker.add(
                             &rule.pattern.span(),
                             format!("{at}: pattern '{pattern}' matches an empty line"),
                         );
                     }
-                    Some(regex.captures_len() - 1)
+                    Some(hir.properties().explicit_captures_len())
                 }
                 Err(problem) => {
                     checker.add(
@@ -496,6 +498,16 @@ fn check_source(
             None
         }
     }
+}
+
+/// Parse a preset pattern with the regex crate's syntax and flags
+/// (`regex::bytes`: no UTF-8 requirement), without compiling it.
+fn parse_pattern(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .map_err(|err| err.to_string())
 }
 
 /// Compile a preset pattern as the scanner will.

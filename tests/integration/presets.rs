@@ -4,6 +4,7 @@
 //! name or by --preset; user presets files that add and replace presets;
 //! malformed files; --preset list, show and none.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -1309,4 +1310,32 @@ fn apt_get_install_waits_for_a_held_dpkg_lock_and_stops_on_an_unknown_package() 
         tried[1]["reason"],
         "exit 100; apt has no such package or version (preset apt)"
     );
+}
+
+#[test]
+fn only_the_chosen_presets_patterns_are_compiled() {
+    // A user preset whose pattern is too big to compile: a run that does not
+    // use it never pays for it (nor fails on it); a run that does is told.
+    let dir = scratch();
+    let presets = dir.path().join("presets.toml");
+    std::fs::write(
+        &presets,
+        "[preset.big]\ndescription = \"a pattern too big to compile\"\ncommands = [\"bigtool\"]\nother_exit = \"transient\"\n\n[[preset.big.output]]\nkind = \"transient\"\npattern = '\\w{1000}\\w{1000}\\w{1000}'\nmeans = \"huge\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&presets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    retry()
+        .env("RETRY_PRESETS", &presets)
+        .args(["-n", "1", "--", "true"])
+        .assert()
+        .success();
+    let tool = dir.path().join("bigtool");
+    std::os::unix::fs::symlink("/bin/true", &tool).unwrap();
+    retry()
+        .env("RETRY_PRESETS", &presets)
+        .args(["-n", "1", "--"])
+        .arg(&tool)
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("preset big").and(predicate::str::contains("size limit")));
 }
