@@ -716,50 +716,37 @@ fn explain_shows_the_rules_in_force_and_where_they_come_from() {
 fn faulty_server(
     script: Vec<&'static str>,
 ) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     use std::os::fd::AsRawFd;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = served.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-                if line == "\r\n" {
-                    break;
-                }
-                line.clear();
-            }
-            let n = counter.fetch_add(1, Ordering::SeqCst);
-            match script[n.min(script.len() - 1)] {
-                "reset" => {
-                    // SO_LINGER with a zero timeout: close sends a RST.
-                    let linger = libc::linger {
-                        l_onoff: 1,
-                        l_linger: 0,
-                    };
-                    // SAFETY: a valid socket descriptor and a linger struct
-                    // of the size given.
-                    unsafe {
-                        libc::setsockopt(
-                            stream.as_raw_fd(),
-                            libc::SOL_SOCKET,
-                            libc::SO_LINGER,
-                            std::ptr::addr_of!(linger).cast(),
-                            size_of::<libc::linger>() as libc::socklen_t,
-                        );
-                    }
-                }
-                "close" => {}
-                _ => {
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+    let port = serve(move |_, mut stream| {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        match script[n.min(script.len() - 1)] {
+            "reset" => {
+                // SO_LINGER with a zero timeout: close sends a RST.
+                let linger = libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                };
+                // SAFETY: a valid socket descriptor and a linger struct of
+                // the size given.
+                unsafe {
+                    libc::setsockopt(
+                        stream.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_LINGER,
+                        std::ptr::addr_of!(linger).cast(),
+                        size_of::<libc::linger>() as libc::socklen_t,
                     );
                 }
+            }
+            "close" => {}
+            _ => {
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"
+                );
             }
         }
     });

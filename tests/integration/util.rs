@@ -283,37 +283,55 @@ impl Drop for SmallDisk {
     }
 }
 
+/// A one-thread server on 127.0.0.1: for each connection, reads the
+/// request's header block and hands its first line and the stream to
+/// `answer`. Returns the port.
+pub(crate) fn serve<F>(mut answer: F) -> u16
+where
+    F: FnMut(&str, std::net::TcpStream) + Send + 'static,
+{
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" || line == "\n" {
+                    break;
+                }
+                if request.is_empty() {
+                    request.clone_from(&line);
+                }
+                line.clear();
+            }
+            answer(&request, stream);
+        }
+    });
+    port
+}
+
 /// A one-thread HTTP server on 127.0.0.1 that answers requests with the
 /// given responses in turn (the last one repeats). Returns its port and a
 /// handle to the count of requests served.
 pub(crate) fn http_server(
     responses: Vec<&'static str>,
 ) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = served.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-                if line == "\r\n" {
-                    break;
-                }
-                line.clear();
-            }
-            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let response = responses[n.min(responses.len() - 1)];
-            let (status, extra) = response.split_once('|').unwrap_or((response, ""));
-            let body = format!("body of {status}\n");
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
+    let port = serve(move |_, mut stream| {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let response = responses[n.min(responses.len() - 1)];
+        let (status, extra) = response.split_once('|').unwrap_or((response, ""));
+        let body = format!("body of {status}\n");
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
     });
     (port, served)
 }
@@ -346,45 +364,29 @@ pub(crate) fn http_routes<F>(answer: F) -> (u16, Served)
 where
     F: Fn(&str, usize) -> Answer + Send + 'static,
 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
     let served = Served::default();
     let log = served.clone();
-    std::thread::spawn(move || {
-        let mut asked: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-            let mut request = String::new();
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-                if line == "\r\n" || line == "\n" {
-                    break;
-                }
-                if request.is_empty() {
-                    request.clone_from(&line);
-                }
-                line.clear();
-            }
-            let Some(path) = request.split_whitespace().nth(1).map(str::to_string) else {
-                continue;
-            };
-            let n = asked.entry(path.clone()).or_default();
-            let (status, body) = answer(&path, *n);
-            *n += 1;
-            log.lock().unwrap().push(path);
-            let (status, extra) = status.split_once('|').unwrap_or((status, ""));
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(&body);
-            let _ = stream.shutdown(std::net::Shutdown::Write);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        }
+    let mut asked: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let port = serve(move |request, mut stream| {
+        let Some(path) = request.split_whitespace().nth(1).map(str::to_string) else {
+            return;
+        };
+        let n = asked.entry(path.clone()).or_default();
+        let (status, body) = answer(&path, *n);
+        *n += 1;
+        log.lock().unwrap().push(path);
+        let (status, extra) = status.split_once('|').unwrap_or((status, ""));
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(&body);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        // What the client still sends is read and dropped, so that closing
+        // never resets the connection under an unread request body.
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+        let _ = std::io::copy(&mut stream, &mut std::io::sink());
     });
     (port, served)
 }
