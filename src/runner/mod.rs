@@ -9,7 +9,10 @@
 //! once; the retry budget's store, which cannot watch the pipe, gives way
 //! to a signal within 50 ms and never outlasts `--max-time`.
 
-use std::ffi::{OsStr, OsString};
+mod budget;
+mod hooks;
+
+use std::ffi::OsString;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
@@ -18,9 +21,8 @@ use rand::{RngExt, SeedableRng};
 
 use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
 use crate::backoff::{Backoff, Sleep};
-use crate::budget::{Budget, Withdrawal};
+use crate::budget::Budget;
 use crate::child::{ChildIo, Ending, Launch};
-use crate::circuit::store::{Interrupted, Patience};
 use crate::classify::{self, Class, Observation, Verdict};
 use crate::config::Config;
 use crate::decision::{self, Done, Limits, RunOutcome, SleepSource, Step};
@@ -28,7 +30,6 @@ use crate::deliver::{HeldStdout, error_text};
 use crate::exit::ExitStatus;
 use crate::fd::own_fd;
 use crate::hint::{self, Hint, HintFile};
-use crate::hook::{self, Hook, HookRun};
 use crate::output::ScanResult;
 use crate::presets::advice::Advice;
 use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord, Verbosity};
@@ -309,98 +310,6 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// How long the budget's store may hold the run up: not past
-    /// `--max-time`, and not past a signal to retry.
-    fn patience(&self) -> Patience {
-        Patience {
-            until: self.limits.deadline,
-            signals: true,
-        }
-    }
-
-    /// `--budget`: the run's first attempt deposits its share.
-    fn deposit(&mut self, reporter: &mut Reporter) {
-        let Some(budget) = self.budget else { return };
-        let started = Instant::now();
-        match budget.deposit(self.patience()) {
-            Ok((tokens, warnings)) => {
-                for warning in warnings {
-                    reporter.warning("budget", &warning);
-                }
-                reporter.budget(&budget.name, "deposit", tokens, started.elapsed());
-            }
-            Err(err) => self.budget_failed(&err, reporter),
-        }
-    }
-
-    /// `--budget`, before the retry after `attempt`: `Some` when the run
-    /// ends instead: the budget has no whole token, or a signal to retry or
-    /// `--max-time` cut the wait for its store short. `--until-failure`
-    /// repeats are no retries: they take nothing.
-    fn budget_refuses(
-        &mut self,
-        attempt: u64,
-        judged: &Judged,
-        signals: &mut SignalEvents,
-        reporter: &mut Reporter,
-    ) -> Option<Done> {
-        let budget = self.budget?;
-        if self.limits.until_failure {
-            return None;
-        }
-        let started = Instant::now();
-        let asked = budget.withdraw(self.patience());
-        if let Some(signal) = signals::pending_signal(&mut signals.events) {
-            return Some(Done::interrupted(signal));
-        }
-        let ending = &judged.outcome.ending;
-        let during = format!("while asking retry budget {}", budget.name);
-        if let Some(done) =
-            decision::out_of_time(attempt + 1, ending, self.limits, Instant::now(), &during)
-        {
-            // Whatever the store said, no retry fits any more.
-            return Some(done);
-        }
-        match asked {
-            Ok((withdrawal, warnings)) => {
-                for warning in warnings {
-                    reporter.warning("budget", &warning);
-                }
-                let took = started.elapsed();
-                match withdrawal {
-                    Withdrawal::Taken { left } => {
-                        reporter.budget(&budget.name, "withdraw", left, took);
-                        None
-                    }
-                    Withdrawal::Refused { tokens } => {
-                        Some(Done::budget_exhausted(&budget.name, tokens, ending))
-                    }
-                }
-            }
-            Err(err) => {
-                self.budget_failed(&err, reporter);
-                None
-            }
-        }
-    }
-
-    /// The budget's store failed: say so once; retries go ahead. (Not for
-    /// a wait a signal cut short: the run ends on that signal.)
-    fn budget_failed(&mut self, err: &anyhow::Error, reporter: &mut Reporter) {
-        if err.is::<Interrupted>() {
-            return;
-        }
-        if let Some(budget) = self.budget.take() {
-            reporter.warning(
-                "budget",
-                &format!(
-                    "retry budget {}: {err:#}; retrying as if it allowed",
-                    budget.name
-                ),
-            );
-        }
-    }
-
     /// `--reset-after`: a failed attempt that ran at least that long (the
     /// command was healthy for a while) starts the backoff over.
     fn reset_after(&self, judged: &Judged, backoff: &mut Backoff<'_>) {
@@ -412,111 +321,6 @@ impl<'a> Run<'a> {
         if ran_long && judged.verdict.class != Class::Success {
             backoff.reset();
         }
-    }
-
-    /// `--on-retry`, before attempt `next` (after the sleep): `Some` when
-    /// the run ends instead (a signal, or `--max-time` ran out meanwhile).
-    /// It is bounded like an attempt, by `--timeout` and `--max-time`.
-    fn on_retry(
-        &mut self,
-        next: u64,
-        previous: &Ending,
-        signals: &mut SignalEvents,
-        reporter: &mut Reporter,
-    ) -> Option<Done> {
-        let config = self.config;
-        let command = config.hooks.on_retry.as_ref()?;
-        // The attempt's own variables, but not its hint file: a word the
-        // hook left there would be taken for the attempt's.
-        let env = child_env(
-            next,
-            config.attempts,
-            &self.id,
-            Some(previous.shell_status()),
-            &self.hint,
-        )
-        .into_iter()
-        .filter(|(name, _)| *name != "RETRY_HINT_FILE")
-        .collect();
-        let deadline = [
-            config.timeout.map(|t| Instant::now() + t),
-            self.limits.deadline,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        let hook = Hook {
-            command,
-            env,
-            own_group: self.own_group,
-            inherited: signals.inherited,
-            deadline,
-            kill_after: config.kill_after,
-        };
-        let ran = hook::run(hook, &mut signals.events);
-        let ends = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
-        let then = if ends.is_some() {
-            "no retry follows: the run ends"
-        } else {
-            "retrying anyway"
-        };
-        report_hook("on-retry", command, &ran, reporter, then);
-        ends
-    }
-
-    /// `--on-give-up`, once the run has failed (not under `--until-failure`,
-    /// whose first failure is what it looks for). It sees the status retry
-    /// is about to end with, the outcome and the number of attempts, and is
-    /// bounded by `--timeout`, else [`hook::GIVE_UP_LIMIT`]. A signal to
-    /// retry before or during it is returned.
-    fn on_give_up(
-        &mut self,
-        outcome: RunOutcome,
-        status: ExitStatus,
-        attempts: u64,
-        signals: &mut SignalEvents,
-        reporter: &mut Reporter,
-    ) -> Option<i32> {
-        let config = self.config;
-        let command = config.hooks.on_give_up.as_ref()?;
-        if !outcome.gave_up() || config.hooks.until_failure {
-            return None;
-        }
-        if let Some(signal) = signals::pending_signal(&mut signals.events) {
-            return Some(signal);
-        }
-        let env = vec![
-            ("RETRY_EXIT", status.as_number().to_string().into()),
-            ("RETRY_OUTCOME", outcome.as_str().into()),
-            ("RETRY_ATTEMPTS", attempts.to_string().into()),
-            (
-                "RETRY_MAX_ATTEMPTS",
-                config
-                    .attempts
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-                    .into(),
-            ),
-            ("RETRY_RUN_ID", self.id.as_str().into()),
-        ];
-        let limit = config.timeout.unwrap_or(hook::GIVE_UP_LIMIT);
-        let hook = Hook {
-            command,
-            env,
-            own_group: self.own_group,
-            inherited: signals.inherited,
-            deadline: Some(Instant::now() + limit),
-            kill_after: config.kill_after,
-        };
-        let ran = hook::run(hook, &mut signals.events);
-        report_hook(
-            "on-give-up",
-            command,
-            &ran,
-            reporter,
-            "retry ends as it would have",
-        );
-        ran.ending.interrupted
     }
 
     /// `--splay`: a random sleep before the first attempt; a signal that
@@ -743,22 +547,6 @@ impl<'a> Run<'a> {
 /// The `hook` event, and a warning when the hook failed (`then`: what retry
 /// does all the same). A hook cut short by a signal to retry is no failure
 /// of its own: the run's end says why.
-fn report_hook(which: &str, command: &OsStr, ran: &HookRun, reporter: &mut Reporter, then: &str) {
-    let text = command.to_string_lossy();
-    reporter.hook(which, &text, &ran.ending, ran.duration);
-    if ran.ending.succeeded() || ran.ending.interrupted.is_some() {
-        return;
-    }
-    reporter.warning(
-        "hook",
-        &format!(
-            "--{which} '{}' failed: {}; {then}",
-            sanitize_line(&text, 60),
-            ran.ending.describe()
-        ),
-    );
-}
-
 fn retry_after_header(scan: &ScanResult) -> Option<Duration> {
     let value = scan.retry_after.as_deref()?;
     hint::parse_retry_after(value, SystemTime::now())

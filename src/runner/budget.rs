@@ -1,0 +1,106 @@
+//! The run's side of `--budget`: the first attempt's deposit, a token
+//! before each retry, and what to do when the store cannot be used (say so
+//! once; retries go ahead) or a wait for it is cut short.
+
+use std::time::Instant;
+
+use super::{Judged, Run};
+use crate::budget::Withdrawal;
+use crate::circuit::store::{Interrupted, Patience};
+use crate::decision::{self, Done};
+use crate::report::Reporter;
+use crate::signals::{self, SignalEvents};
+
+impl Run<'_> {
+    /// How long the budget's store may hold the run up: not past
+    /// `--max-time`, and not past a signal to retry.
+    fn patience(&self) -> Patience {
+        Patience {
+            until: self.limits.deadline,
+            signals: true,
+        }
+    }
+
+    /// `--budget`: the run's first attempt deposits its share.
+    pub(super) fn deposit(&mut self, reporter: &mut Reporter) {
+        let Some(budget) = self.budget else { return };
+        let started = Instant::now();
+        match budget.deposit(self.patience()) {
+            Ok((tokens, warnings)) => {
+                for warning in warnings {
+                    reporter.warning("budget", &warning);
+                }
+                reporter.budget(&budget.name, "deposit", tokens, started.elapsed());
+            }
+            Err(err) => self.budget_failed(&err, reporter),
+        }
+    }
+
+    /// `--budget`, before the retry after `attempt`: `Some` when the run
+    /// ends instead: the budget has no whole token, or a signal to retry or
+    /// `--max-time` cut the wait for its store short. `--until-failure`
+    /// repeats are no retries: they take nothing.
+    pub(super) fn budget_refuses(
+        &mut self,
+        attempt: u64,
+        judged: &Judged,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Option<Done> {
+        let budget = self.budget?;
+        if self.limits.until_failure {
+            return None;
+        }
+        let started = Instant::now();
+        let asked = budget.withdraw(self.patience());
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            return Some(Done::interrupted(signal));
+        }
+        let ending = &judged.outcome.ending;
+        let during = format!("while asking retry budget {}", budget.name);
+        if let Some(done) =
+            decision::out_of_time(attempt + 1, ending, self.limits, Instant::now(), &during)
+        {
+            // Whatever the store said, no retry fits any more.
+            return Some(done);
+        }
+        match asked {
+            Ok((withdrawal, warnings)) => {
+                for warning in warnings {
+                    reporter.warning("budget", &warning);
+                }
+                let took = started.elapsed();
+                match withdrawal {
+                    Withdrawal::Taken { left } => {
+                        reporter.budget(&budget.name, "withdraw", left, took);
+                        None
+                    }
+                    Withdrawal::Refused { tokens } => {
+                        Some(Done::budget_exhausted(&budget.name, tokens, ending))
+                    }
+                }
+            }
+            Err(err) => {
+                self.budget_failed(&err, reporter);
+                None
+            }
+        }
+    }
+
+    /// The budget's store failed: say so once; retries go ahead. (Not for
+    /// a wait a signal cut short: the run ends on that signal.)
+    fn budget_failed(&mut self, err: &anyhow::Error, reporter: &mut Reporter) {
+        if err.is::<Interrupted>() {
+            return;
+        }
+        if let Some(budget) = self.budget.take() {
+            reporter.warning(
+                "budget",
+                &format!(
+                    "retry budget {}: {err:#}; retrying as if it allowed",
+                    budget.name
+                ),
+            );
+        }
+    }
+}

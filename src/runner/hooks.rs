@@ -1,0 +1,137 @@
+//! The run's side of `--on-retry` and `--on-give-up`: their environment,
+//! their limits, and what their ending means for the run.
+
+use std::ffi::OsStr;
+use std::time::Instant;
+
+use super::{Run, child_env};
+use crate::child::Ending;
+use crate::decision::{self, Done, RunOutcome};
+use crate::exit::ExitStatus;
+use crate::hook::{self, Hook, HookRun};
+use crate::report::Reporter;
+use crate::signals::{self, SignalEvents};
+use crate::text::sanitize_line;
+
+impl Run<'_> {
+    /// `--on-retry`, before attempt `next` (after the sleep): `Some` when
+    /// the run ends instead (a signal, or `--max-time` ran out meanwhile).
+    /// It is bounded like an attempt, by `--timeout` and `--max-time`.
+    pub(super) fn on_retry(
+        &mut self,
+        next: u64,
+        previous: &Ending,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Option<Done> {
+        let config = self.config;
+        let command = config.hooks.on_retry.as_ref()?;
+        // The attempt's own variables, but not its hint file: a word the
+        // hook left there would be taken for the attempt's.
+        let env = child_env(
+            next,
+            config.attempts,
+            &self.id,
+            Some(previous.shell_status()),
+            &self.hint,
+        )
+        .into_iter()
+        .filter(|(name, _)| *name != "RETRY_HINT_FILE")
+        .collect();
+        let deadline = [
+            config.timeout.map(|t| Instant::now() + t),
+            self.limits.deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let hook = Hook {
+            command,
+            env,
+            own_group: self.own_group,
+            inherited: signals.inherited,
+            deadline,
+            kill_after: config.kill_after,
+        };
+        let ran = hook::run(hook, &mut signals.events);
+        let ends = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
+        let then = if ends.is_some() {
+            "no retry follows: the run ends"
+        } else {
+            "retrying anyway"
+        };
+        report_hook("on-retry", command, &ran, reporter, then);
+        ends
+    }
+
+    /// `--on-give-up`, once the run has failed (not under `--until-failure`,
+    /// whose first failure is what it looks for). It sees the status retry
+    /// is about to end with, the outcome and the number of attempts, and is
+    /// bounded by `--timeout`, else [`hook::GIVE_UP_LIMIT`]. A signal to
+    /// retry before or during it is returned.
+    pub(super) fn on_give_up(
+        &mut self,
+        outcome: RunOutcome,
+        status: ExitStatus,
+        attempts: u64,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Option<i32> {
+        let config = self.config;
+        let command = config.hooks.on_give_up.as_ref()?;
+        if !outcome.gave_up() || config.hooks.until_failure {
+            return None;
+        }
+        if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            return Some(signal);
+        }
+        let env = vec![
+            ("RETRY_EXIT", status.as_number().to_string().into()),
+            ("RETRY_OUTCOME", outcome.as_str().into()),
+            ("RETRY_ATTEMPTS", attempts.to_string().into()),
+            (
+                "RETRY_MAX_ATTEMPTS",
+                config
+                    .attempts
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+                    .into(),
+            ),
+            ("RETRY_RUN_ID", self.id.as_str().into()),
+        ];
+        let limit = config.timeout.unwrap_or(hook::GIVE_UP_LIMIT);
+        let hook = Hook {
+            command,
+            env,
+            own_group: self.own_group,
+            inherited: signals.inherited,
+            deadline: Some(Instant::now() + limit),
+            kill_after: config.kill_after,
+        };
+        let ran = hook::run(hook, &mut signals.events);
+        report_hook(
+            "on-give-up",
+            command,
+            &ran,
+            reporter,
+            "retry ends as it would have",
+        );
+        ran.ending.interrupted
+    }
+}
+
+fn report_hook(which: &str, command: &OsStr, ran: &HookRun, reporter: &mut Reporter, then: &str) {
+    let text = command.to_string_lossy();
+    reporter.hook(which, &text, &ran.ending, ran.duration);
+    if ran.ending.succeeded() || ran.ending.interrupted.is_some() {
+        return;
+    }
+    reporter.warning(
+        "hook",
+        &format!(
+            "--{which} '{}' failed: {}; {then}",
+            sanitize_line(&text, 60),
+            ran.ending.describe()
+        ),
+    );
+}
