@@ -66,6 +66,10 @@ struct Run<'a> {
     /// Streams whose lost output was already warned about.
     warned_lost: Vec<Stream>,
     own_group: bool,
+    /// Output is scanned and stdout and stderr are one open file: they
+    /// share one pipe. Retry's own descriptors do not change during a run,
+    /// so this is looked at once, not at every attempt.
+    one_output_file: bool,
     command_text: String,
     /// What to tell the user about the command line, once (curl's -S, ...).
     advice: Advice,
@@ -195,6 +199,8 @@ impl<'a> Run<'a> {
             stdout_lost: None,
             warned_lost: Vec::new(),
             own_group: !(config.foreground || in_terminal_foreground()),
+            one_output_file: config.rules.patterns.is_some()
+                && crate::fd::same_file(own_fd(1), own_fd(2)),
             command_text: display_command(&config.command),
             advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
             choice_said: false,
@@ -389,8 +395,7 @@ impl<'a> Run<'a> {
         let output = OutputPlan {
             patterns: config.rules.patterns.as_ref(),
             scan_stdout: config.scan_stdout,
-            same_file: config.rules.patterns.is_some()
-                && crate::fd::same_file(own_fd(1), own_fd(2)),
+            same_file: self.one_output_file,
             stdout_spool: self.held.as_ref().map(HeldStdout::file),
         };
         let stdin = self.stdin.for_attempt()?;
