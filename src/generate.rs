@@ -130,7 +130,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "TMPDIR",
-        "Where the run's private directory (for RETRY_HINT_FILE) and the unnamed spools of --stdin replay and --buffer-stdout go.",
+        "Where the run's private directory (for RETRY_HINT_FILE) and the unnamed spools of --stdin replay and --buffer-stdout go. Empty counts as unset.",
+    ),
+    (
+        "XDG_RUNTIME_DIR",
+        "Where the run's private directory goes when TMPDIR is not set, if it is the user's own 0700 directory (else /dev/shm, else /tmp): a file system in memory, so a plain run writes nothing to disk.",
     ),
     (
         "NO_COLOR",

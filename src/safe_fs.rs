@@ -182,25 +182,79 @@ pub(crate) fn create_new_in(dir: &Path, prefix: &str, mode: u32) -> io::Result<(
 pub(crate) struct PrivateDir(PathBuf);
 
 impl PrivateDir {
-    /// A new one, named `prefix` and random characters (as mkdtemp does).
+    /// A new one, named `prefix` and random characters (as mkdtemp does),
+    /// in the first of [`runtime_bases`] that takes it.
     pub(crate) fn new(prefix: &str) -> Result<PrivateDir> {
-        let base = temp_base();
-        let mut tries = 0;
-        loop {
-            let path = base.join(random_name(prefix));
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(PrivateDir(path)),
-                Err(err) if err.kind() == io::ErrorKind::AlreadyExists && tries < 100 => {
-                    tries += 1;
-                }
-                Err(err) => bail!("creating a private directory in {}: {err}", base.display()),
+        let mut failure = None;
+        for base in runtime_bases() {
+            match create_private_dir(&base, prefix) {
+                Ok(path) => return Ok(PrivateDir(path)),
+                Err(err) => failure = Some((base, err)),
             }
         }
+        let (base, err) = failure.expect("runtime_bases is never empty");
+        bail!("creating a private directory in {}: {err}", base.display())
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.0
     }
+}
+
+fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
+    let mut tries = 0;
+    loop {
+        let path = base.join(random_name(prefix));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && tries < 100 => {
+                tries += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Where a run's private directory may go, best first: `$TMPDIR` when it
+/// is set (made absolute), as the user asked. Otherwise a file system in
+/// memory, so that a plain run writes nothing to disk (a directory made
+/// and removed on an ext4 `/tmp` cost a quarter of a millisecond of a
+/// 2 ms run: BENCHMARKS.md): `$XDG_RUNTIME_DIR` when it is what the XDG
+/// base directory specification says it must be (the user's own, 0700),
+/// then `/dev/shm` when it is shared as `/tmp` is (sticky, root's), then
+/// `/tmp`. A place that refuses the directory (full, read-only) passes
+/// the turn to the next.
+fn runtime_bases() -> Vec<PathBuf> {
+    if let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|value| !value.is_empty()) {
+        return vec![absolute(PathBuf::from(tmpdir))];
+    }
+    let euid = rustix::process::geteuid().as_raw();
+    let mut bases = Vec::with_capacity(3);
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        let own_and_private = |meta: &std::fs::Metadata| {
+            meta.is_dir() && meta.uid() == euid && meta.mode() & 0o077 == 0
+        };
+        if runtime.is_absolute() && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m)) {
+            bases.push(runtime);
+        }
+    }
+    let shared_like_tmp = |meta: &std::fs::Metadata| {
+        meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o1777 == 0o1777
+    };
+    if std::fs::metadata("/dev/shm").is_ok_and(|m| shared_like_tmp(&m)) {
+        bases.push(PathBuf::from("/dev/shm"));
+    }
+    bases.push(PathBuf::from("/tmp"));
+    bases
+}
+
+/// A relative path made absolute against the current directory (else
+/// /tmp), so paths handed to children hold wherever they run.
+fn absolute(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        return path;
+    }
+    std::env::current_dir().map_or_else(|_| PathBuf::from("/tmp"), |cwd| cwd.join(path))
 }
 
 impl Drop for PrivateDir {
@@ -220,16 +274,6 @@ fn random_name(prefix: &str) -> String {
     // up for this one draw on every run (BENCHMARKS.md).
     let random = SysRng.try_next_u64().unwrap_or_else(|_| rand::random());
     format!("{prefix}{random:016x}")
-}
-
-/// `$TMPDIR` made absolute (a relative one against the current directory,
-/// else /tmp), so paths handed to children hold wherever they run.
-fn temp_base() -> PathBuf {
-    let base = std::env::temp_dir();
-    if base.is_absolute() {
-        return base;
-    }
-    std::env::current_dir().map_or_else(|_| PathBuf::from("/tmp"), |cwd| cwd.join(base))
 }
 
 /// Open `--log-file PATH` for appending (created 0644 under the umask).

@@ -211,6 +211,78 @@ fn the_run_directory_is_removed_after_sigterm() {
     assert!(none_left(&mark, Duration::from_secs(10)));
 }
 
+/// Where the attempt was told its hint file is, with `env` set and the
+/// variables named in `unset` removed.
+fn hint_dir_with(env: &[(&str, &Path)], unset: &[&str], cwd: &Path) -> PathBuf {
+    let seen = cwd.join("seen");
+    let body = format!("dirname \"$RETRY_HINT_FILE\" > '{}'", seen.display());
+    let mut command = retry();
+    command.current_dir(cwd);
+    for name in unset {
+        command.env_remove(name);
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.args(["--", "sh", "-c", &body]).assert().success();
+    PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim())
+}
+
+#[test]
+fn without_tmpdir_the_run_directory_is_in_the_users_runtime_directory() {
+    let dir = scratch();
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run_dir = hint_dir_with(&[("XDG_RUNTIME_DIR", &runtime)], &["TMPDIR"], dir.path());
+    assert_eq!(run_dir.parent().unwrap(), runtime);
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    // TMPDIR, when set, still decides.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let run_dir = hint_dir_with(
+        &[("XDG_RUNTIME_DIR", &runtime), ("TMPDIR", &tmp)],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run_dir.parent().unwrap(), tmp);
+}
+
+#[test]
+fn a_runtime_directory_others_can_enter_is_passed_over() {
+    let dir = scratch();
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run_dir = hint_dir_with(&[("XDG_RUNTIME_DIR", &runtime)], &["TMPDIR"], dir.path());
+    assert_ne!(run_dir.parent().unwrap(), runtime);
+    let base = run_dir.parent().unwrap();
+    assert!(
+        base == Path::new("/dev/shm") || base == Path::new("/tmp"),
+        "{}",
+        run_dir.display()
+    );
+    // A relative one is no runtime directory either.
+    let run_dir = hint_dir_with(
+        &[("XDG_RUNTIME_DIR", Path::new("runtime"))],
+        &["TMPDIR"],
+        dir.path(),
+    );
+    assert!(!run_dir.starts_with(dir.path()), "{}", run_dir.display());
+}
+
+#[test]
+fn an_empty_tmpdir_counts_as_unset() {
+    let dir = scratch();
+    let run_dir = hint_dir_with(
+        &[("TMPDIR", Path::new(""))],
+        &["XDG_RUNTIME_DIR"],
+        dir.path(),
+    );
+    assert!(run_dir.is_absolute(), "{}", run_dir.display());
+    assert!(!run_dir.starts_with(dir.path()), "{}", run_dir.display());
+}
+
 // ---- Values from the environment and the child (item 17) ----
 
 #[test]
