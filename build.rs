@@ -12,6 +12,17 @@
 //! archive comes whole (it would otherwise be searched before the standard
 //! library asks for its symbols); `-lgcc_s` is then left unused, and the
 //! linker's `--as-needed` drops it.
+//!
+//! Two more link settings make a short run start faster (BENCHMARKS.md):
+//!
+//! - The executable is not position-independent (`-no-pie`), so nothing
+//!   relocates its 10 000 pointers at every start (a PIE dirties 190 KiB of
+//!   them, page by page). It gives up address randomization of retry's own
+//!   code and data, as a Go binary does; `RETRY_BUILD_PIE=1` builds a PIE.
+//! - Release builds group the functions a run executes at the start of the
+//!   code, by the linker script `link/startup.ld` (`scripts/startup-order`
+//!   writes it), so they fill a few 64 KiB fault-around windows rather than
+//!   touching one wherever they happen to lie.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -24,5 +35,16 @@ fn main() {
         && !static_crt
     {
         println!("cargo:rustc-link-lib=static:-bundle,+whole-archive=gcc_eh");
+    }
+    if target("CARGO_CFG_TARGET_OS") == "linux" && target("CARGO_CFG_TARGET_ENV") == "gnu" {
+        println!("cargo:rerun-if-env-changed=RETRY_BUILD_PIE");
+        if std::env::var_os("RETRY_BUILD_PIE").is_none_or(|value| value.is_empty()) {
+            println!("cargo:rustc-link-arg-bins=-no-pie");
+        }
+        if target("PROFILE") == "release" {
+            let script = format!("{}/link/startup.ld", target("CARGO_MANIFEST_DIR"));
+            println!("cargo:rerun-if-changed={script}");
+            println!("cargo:rustc-link-arg-bins=-Wl,-T,{script}");
+        }
     }
 }
