@@ -311,18 +311,15 @@ class Paired:
         return f"{self.cpu(name) / self.cpu(self.baseline):.2f}x"
 
 
-def tmpfs_dir():
-    """A tmpfs to put TMPDIR on for the variant that shows what the run's
-    hint directory costs on a disk /tmp; None if there is none."""
+def disk_tmp():
+    """/tmp when it is not a tmpfs, for the variant that shows what the run's
+    hint directory costs when TMPDIR puts it on a disk; None otherwise."""
     try:
         with open("/proc/mounts") as f:
-            for line in f:
-                fields = line.split()
-                if fields[1] == "/dev/shm" and fields[2] == "tmpfs" and os.access("/dev/shm", os.W_OK):
-                    return "/dev/shm"
+            mounts = {fields[1]: fields[2] for fields in map(str.split, f)}
     except OSError:
-        pass
-    return None
+        return None
+    return "/tmp" if mounts.get("/tmp", mounts.get("/")) not in (None, "tmpfs") else None
 
 
 def bench_peers(report, runs, attempts=50, compare=()):
@@ -331,9 +328,9 @@ def bench_peers(report, runs, attempts=50, compare=()):
     tools = {"retry": ("retry", RETRY, "this build", None)}
     for label, path in compare:
         tools[f"retry ({label})"] = ("retry", path, label, None)
-    tmpfs = tmpfs_dir()
-    if tmpfs:
-        tools[f"retry, TMPDIR={tmpfs}"] = ("retry", RETRY, "this build", {**ENV, "TMPDIR": tmpfs})
+    disk = disk_tmp()
+    if disk:
+        tools[f"retry, TMPDIR={disk}"] = ("retry", RETRY, "this build", {**ENV, "TMPDIR": disk})
     tools.update((name, (name, binary, version, None)) for name, (binary, version) in sorted(peers.items()))
     notes = []
     for name, why in skipped.items():
@@ -406,8 +403,8 @@ def bench_peers(report, runs, attempts=50, compare=()):
         "- peak RSS: the largest of three runs under GNU time (`/usr/bin/time -f %M`)",
         "- peers installed by `benches/run.py` under target/peers (`cargo install --locked --root`; `apt-get download retry` and `dpkg-deb -x`), nothing on the system",
     ]
-    if tmpfs:
-        rows.append(f"- `TMPDIR={tmpfs}`: retry makes a private directory for the hint file in `$TMPDIR` at every run (a peer has no hint file); this row shows the run with that directory on a tmpfs")
+    if disk:
+        rows.append(f"- `TMPDIR={disk}`: retry makes a private directory for the hint file at every run (a peer has no hint file), in `$TMPDIR` when it is set, else in memory (`$XDG_RUNTIME_DIR`, `/dev/shm`); this row shows the run with that directory on this machine's disk")
     report.add("Side by side with the peers", "\n".join(rows))
 
 
