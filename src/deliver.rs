@@ -73,7 +73,7 @@ struct OutputFile {
 impl HeldStdout {
     /// `--buffer-stdout`: a spool in `$TMPDIR`.
     pub(crate) fn spool() -> Result<HeldStdout> {
-        let dir = std::env::temp_dir();
+        let dir = safe_fs::temp_dir();
         let file = tempfile::tempfile_in(&dir).with_context(|| {
             format!(
                 "creating the --buffer-stdout spool in {} (TMPDIR)",

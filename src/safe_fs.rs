@@ -225,8 +225,8 @@ fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
 /// `/tmp`. A place that refuses the directory (full, read-only) passes
 /// the turn to the next.
 fn runtime_bases() -> Vec<PathBuf> {
-    if let Some(tmpdir) = std::env::var_os("TMPDIR").filter(|value| !value.is_empty()) {
-        return vec![absolute(PathBuf::from(tmpdir))];
+    if let Some(tmpdir) = tmpdir() {
+        return vec![absolute(tmpdir)];
     }
     let euid = rustix::process::geteuid().as_raw();
     let mut bases = Vec::with_capacity(3);
@@ -246,6 +246,20 @@ fn runtime_bases() -> Vec<PathBuf> {
     }
     bases.push(PathBuf::from("/tmp"));
     bases
+}
+
+/// Where the spools go: `$TMPDIR`, else `/tmp`.
+pub(crate) fn temp_dir() -> PathBuf {
+    tmpdir().unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+/// `$TMPDIR` when it is set and not empty (an empty variable counts as
+/// unset, as everywhere in retry; std's `temp_dir` would take it for the
+/// current directory).
+fn tmpdir() -> Option<PathBuf> {
+    std::env::var_os("TMPDIR")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
 }
 
 /// A relative path made absolute against the current directory (else

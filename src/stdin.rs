@@ -28,6 +28,7 @@ use rustix::fs::{FileType, OFlags, SeekFrom};
 
 use crate::child::ChildIo;
 use crate::fd::{wait_for, wait_readable};
+use crate::safe_fs;
 
 const CHUNK: usize = 64 * 1024;
 
@@ -101,7 +102,7 @@ impl StdinSource {
             },
             FileType::Fifo | FileType::Socket => {
                 if mode == StdinMode::Replay {
-                    let dir = std::env::temp_dir();
+                    let dir = safe_fs::temp_dir();
                     let file = tempfile::tempfile_in(&dir).with_context(|| {
                         format!(
                             "creating the --stdin replay spool in {} (TMPDIR)",

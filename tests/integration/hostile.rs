@@ -283,6 +283,37 @@ fn an_empty_tmpdir_counts_as_unset() {
     assert!(!run_dir.starts_with(dir.path()), "{}", run_dir.display());
 }
 
+#[test]
+fn an_empty_tmpdir_puts_the_spools_in_tmp_not_in_the_current_directory() {
+    let dir = scratch();
+    retry()
+        .current_dir(dir.path())
+        .env("TMPDIR", "")
+        .args([
+            "--stdin",
+            "replay",
+            "-n",
+            "2",
+            "-d",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "cat; exit 1",
+        ])
+        .write_stdin("data\n")
+        .assert()
+        .code(1)
+        .stdout("data\ndata\n");
+    retry()
+        .current_dir(dir.path())
+        .env("TMPDIR", "")
+        .args(["--buffer-stdout", "--", "echo", "held"])
+        .assert()
+        .success()
+        .stdout("held\n");
+}
+
 // ---- Values from the environment and the child (item 17) ----
 
 #[test]
