@@ -232,7 +232,7 @@ fn runtime_bases() -> Vec<PathBuf> {
     let mut bases = Vec::with_capacity(3);
     if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         let own_and_private = |meta: &std::fs::Metadata| {
-            meta.is_dir() && meta.uid() == euid && meta.mode() & 0o077 == 0
+            meta.is_dir() && meta.uid() == euid && meta.mode() & 0o777 == 0o700
         };
         if runtime.is_absolute() && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m)) {
             bases.push(runtime);
