@@ -25,8 +25,8 @@ const MAX_HINT_BYTES: usize = 4096;
 const MAX_QUOTED_CHARS: usize = 60;
 
 /// The hint file of a run, `DIR/hint` in a directory of the run's own (0700,
-/// in `$TMPDIR`, else in memory: `safe_fs::PrivateDir`): no other user can see its name, plant a
-/// FIFO or a symlink there, or write a hint. The directory and whatever is
+/// in `$TMPDIR`, else in memory: `safe_fs::PrivateDir`): no other user can
+/// see its name, plant a FIFO or a symlink there, or write a hint. The directory and whatever is
 /// in it go when the run ends, however it ends (short of SIGKILL).
 pub(crate) struct HintFile {
     path: PathBuf,
