@@ -94,14 +94,10 @@ impl HeldStdout {
 
     fn output_with(path: &Path, unnamed: bool) -> Result<HeldStdout> {
         let shown = path.display();
-        let name = match path.file_name() {
-            Some(name) if !path.as_os_str().as_bytes().ends_with(b"/") => name.to_owned(),
-            _ => bail!("-o {shown}: not a file name"),
+        let Some((dir_path, name)) = safe_fs::split_file_path(path) else {
+            bail!("-o {shown}: not a file name");
         };
-        let dir_path = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
+        let name = name.to_owned();
         // No symlink another user planted on the way is followed.
         let dir = safe_fs::open_directory(dir_path).map_err(|err| {
             anyhow!(

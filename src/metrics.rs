@@ -4,11 +4,12 @@
 //! Written once, at the end of the run, atomically: a temporary file in the
 //! same directory, then a rename, so the collector never reads half a file.
 
-use std::io::Write;
+use std::io::{self, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::decision::RunOutcome;
 use crate::runner::RunSummary;
@@ -87,34 +88,40 @@ pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> Str
 ///
 /// Only nothing or a regular file is replaced: a symlink (which could steer
 /// the write elsewhere), a FIFO, a device or a directory at `path` is an
-/// error that names it. The new file is created exclusively, its mode set
+/// error that names it, and the directory is reached without following a
+/// symlink another user planted on the way (`safe_fs::open_directory`).
+/// The new file is created exclusively, its mode set
 /// on its descriptor (never by path, which a symlink could redirect), then
 /// renamed into place; a rename replaces a name and never writes through a
 /// symlink swapped in meanwhile.
 pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
     let shown = path.display();
-    safe_fs::check_replaceable(path).with_context(|| format!("--metrics-file {shown}"))?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
+    let Some((dir_path, name)) = safe_fs::split_file_path(path) else {
+        bail!("--metrics-file {shown}: not a file name");
     };
-    let (mut file, temporary) = safe_fs::create_new_in(dir, ".retry-metrics-", 0o644)
-        .with_context(|| {
-            format!(
-                "--metrics-file {shown}: cannot create a file in {}",
-                dir.display()
-            )
-        })?;
+    let cannot_create = |err: io::Error| {
+        anyhow!(
+            "--metrics-file {shown}: cannot create a file in {}: {err}",
+            dir_path.display()
+        )
+    };
+    // No symlink another user planted on the way is followed.
+    let dir = safe_fs::open_directory(dir_path).map_err(cannot_create)?;
+    safe_fs::check_replaceable(dir.as_fd(), name)
+        .with_context(|| format!("--metrics-file {shown}"))?;
+    let (mut file, temporary) =
+        safe_fs::create_new_in(dir.as_fd(), ".retry-metrics-", 0o644).map_err(cannot_create)?;
     let written = file
         .write_all(content.as_bytes())
         .and_then(|()| file.sync_all())
         .with_context(|| format!("--metrics-file {shown}: cannot write"))
         .and_then(|()| {
-            std::fs::rename(&temporary, path)
+            rustix::fs::renameat(&dir, &temporary, &dir, name)
+                .map_err(io::Error::from)
                 .with_context(|| format!("--metrics-file {shown}: cannot rename into place"))
         });
     if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+        let _ = rustix::fs::unlinkat(&dir, &temporary, rustix::fs::AtFlags::empty());
     }
     written
 }

@@ -16,7 +16,7 @@
 //!   nothing behind ([`create_unnamed`], [`link_unnamed`]; where the file
 //!   system cannot, [`create_exclusive`] makes a named one).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, FileType};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -57,6 +57,19 @@ impl Kind {
             Kind::Socket
         } else {
             Kind::Regular
+        }
+    }
+
+    /// From the mode bits of a `stat`.
+    pub(crate) fn of_mode(mode: u32) -> Kind {
+        use rustix::fs::FileType as Raw;
+        match Raw::from_raw_mode(mode) {
+            Raw::Symlink => Kind::Symlink,
+            Raw::Directory => Kind::Directory,
+            Raw::Fifo => Kind::Fifo,
+            Raw::CharacterDevice | Raw::BlockDevice => Kind::Device,
+            Raw::Socket => Kind::Socket,
+            _ => Kind::Regular,
         }
     }
 
@@ -141,11 +154,17 @@ pub(crate) fn read_bounded(file: &mut File, limit: usize) -> io::Result<Option<V
     Ok((bytes.len() <= limit).then_some(bytes))
 }
 
-/// `Ok` when `path` may be replaced: nothing stands there, or a regular
-/// file. Anything else (a symlink, which could steer the write, a FIFO, a
-/// device, a directory) is an error that says what stands there.
-pub(crate) fn check_replaceable(path: &Path) -> Result<()> {
-    match kind_at(path).context("cannot look at it")? {
+/// `Ok` when `name` in the directory `dir` may be replaced: nothing stands
+/// there, or a regular file. Anything else (a symlink, which could steer
+/// the write, a FIFO, a device, a directory) is an error that says what
+/// stands there.
+pub(crate) fn check_replaceable(dir: BorrowedFd<'_>, name: &OsStr) -> Result<()> {
+    let kind = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => Some(Kind::of_mode(stat.st_mode)),
+        Err(Errno::NOENT) => None,
+        Err(err) => return Err(io::Error::from(err)).context("cannot look at it"),
+    };
+    match kind {
         None | Some(Kind::Regular) => Ok(()),
         Some(kind) => bail!(
             "{} stands there, not a regular file: left as it is",
@@ -154,27 +173,22 @@ pub(crate) fn check_replaceable(path: &Path) -> Result<()> {
     }
 }
 
-/// A new file in `dir` named `prefix` and random characters, created
-/// exclusively (never through a symlink or over anything that exists),
-/// with `mode` set on its descriptor, so no path can steer it.
-pub(crate) fn create_new_in(dir: &Path, prefix: &str, mode: u32) -> io::Result<(File, PathBuf)> {
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut tries = 0;
-    loop {
-        let path = dir.join(random_name(prefix));
-        match rustix::fs::open(&path, flags, Mode::from_raw_mode(0o600)) {
-            Ok(fd) => {
-                let file = File::from(fd);
-                if let Err(err) = file.set_permissions(std::fs::Permissions::from_mode(mode)) {
-                    let _ = std::fs::remove_file(&path);
-                    return Err(err);
-                }
-                return Ok((file, path));
-            }
-            Err(Errno::EXIST) if tries < 100 => tries += 1,
-            Err(err) => return Err(err.into()),
-        }
+/// A new file in the directory `dir` named `prefix` and random
+/// characters, created exclusively (never through a symlink or over
+/// anything that exists), with `mode` set on its descriptor, so no path can
+/// steer it.
+pub(crate) fn create_new_in(
+    dir: BorrowedFd<'_>,
+    prefix: &str,
+    mode: u32,
+) -> io::Result<(File, OsString)> {
+    let (fd, name) = create_exclusive(dir, &mut || OsString::from(random_name(prefix)), 0o600)?;
+    let file = File::from(fd);
+    if let Err(err) = file.set_permissions(std::fs::Permissions::from_mode(mode)) {
+        let _ = rustix::fs::unlinkat(dir, &name, AtFlags::empty());
+        return Err(err);
     }
+    Ok((file, name))
 }
 
 /// A directory only this user can enter (0700), in the temporary
@@ -330,24 +344,69 @@ pub(crate) enum Unopened {
     Failed(Errno),
 }
 
-/// Open `path` with `flags`, following a symlink at its end only where the
-/// kernel's `fs.protected_symlinks` would (not one owned by neither us nor
-/// the directory's owner in a sticky world-writable directory), also on
-/// machines where that protection is off. For paths others may have
-/// prepared: `--log-file`, the CI step files.
+/// Open `path` with `flags`, following symlinks only where the kernel's
+/// `fs.protected_symlinks` would (not one owned by neither us nor the
+/// directory's owner in a sticky world-writable directory), also on
+/// machines where that protection is off: the directories on the way are
+/// walked as [`open_directory`] walks them, and a symlink at the end is
+/// judged before it is followed (where it points is then the kernel's to
+/// resolve, as for `/dev/stderr`). For paths others may have prepared:
+/// `--log-file`, the CI step files.
 pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Unopened> {
+    let Some((dir_path, name)) = split_file_path(path) else {
+        return rustix::fs::open(path, flags, mode).map_err(Unopened::Failed);
+    };
+    let dir = open_directory(dir_path).map_err(|err| match planted_symlink(&err) {
+        Some(planted) => Unopened::Untrusted(anyhow::anyhow!("{planted}")),
+        None => Unopened::Failed(Errno::from_io_error(&err).unwrap_or(Errno::IO)),
+    })?;
     // First without following: a symlink planted after a check could not
     // steer this open; one that is there is judged before it is followed.
     // (A symlink there makes that open fail: ELOOP, or EACCES when it is
     // another user's in a sticky directory.)
-    match rustix::fs::open(path, flags | OFlags::NOFOLLOW, mode) {
-        Ok(fd) => Ok(fd),
-        Err(_) if matches!(kind_at(path), Ok(Some(Kind::Symlink))) => {
-            check_symlink_may_be_followed(path).map_err(Unopened::Untrusted)?;
-            rustix::fs::open(path, flags, mode).map_err(Unopened::Failed)
+    let refused = match rustix::fs::openat(&dir, name, flags | OFlags::NOFOLLOW, mode) {
+        Ok(fd) => return Ok(fd),
+        Err(err) => err,
+    };
+    let link = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat)
+            if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                == rustix::fs::FileType::Symlink =>
+        {
+            stat
         }
-        Err(err) => Err(Unopened::Failed(err)),
+        _ => return Err(Unopened::Failed(refused)),
+    };
+    let dir_stat = rustix::fs::fstat(&dir).map_err(Unopened::Failed)?;
+    if planted_by_another_user(dir_stat.st_mode, dir_stat.st_uid, link.st_uid) {
+        return Err(Unopened::Untrusted(anyhow::anyhow!(
+            "a symlink owned by another user (uid {}) in the sticky world-writable directory {}: not followed",
+            link.st_uid,
+            dir_path.display()
+        )));
     }
+    rustix::fs::openat(&dir, name, flags, mode).map_err(Unopened::Failed)
+}
+
+/// The directory a file path names a file in (`.` for a bare name), and
+/// the file's name; `None` for a path that names no file (`/`, `..`, a
+/// trailing slash).
+pub(crate) fn split_file_path(path: &Path) -> Option<(&Path, &OsStr)> {
+    if path.as_os_str().as_bytes().ends_with(b"/") {
+        return None;
+    }
+    let name = path.file_name()?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    Some((dir, name))
+}
+
+/// The planted symlink that stopped an [`open_directory`] walk, if that is
+/// what `err` is.
+pub(crate) fn planted_symlink(err: &io::Error) -> Option<&PlantedSymlink> {
+    err.get_ref()?.downcast_ref::<PlantedSymlink>()
 }
 
 fn open_error(path: &Path, err: Errno) -> anyhow::Error {
@@ -356,28 +415,6 @@ fn open_error(path: &Path, err: Errno) -> anyhow::Error {
     } else {
         io::Error::from(err).into()
     }
-}
-
-/// The kernel's `fs.protected_symlinks` rule, for the symlink at `path`.
-fn check_symlink_may_be_followed(path: &Path) -> Result<()> {
-    let link = std::fs::symlink_metadata(path).context("cannot look at it")?;
-    if !link.file_type().is_symlink() {
-        return Ok(());
-    }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let dir_meta = std::fs::metadata(dir)
-        .with_context(|| format!("cannot look at its directory {}", dir.display()))?;
-    let owner = link.uid();
-    if planted_by_another_user(dir_meta.mode(), dir_meta.uid(), owner) {
-        bail!(
-            "a symlink owned by another user (uid {owner}) in the sticky world-writable directory {}: not followed",
-            dir.display()
-        );
-    }
-    Ok(())
 }
 
 /// Whether a file owned by `owner`, in a directory of mode `dir_mode` owned
@@ -472,7 +509,7 @@ pub(crate) fn open_directory(path: &Path) -> io::Result<OwnedFd> {
                 return Err(Errno::LOOP.into());
             }
             let target = rustix::fs::readlinkat(parent, &step, Vec::new())?;
-            let target = PathBuf::from(std::ffi::OsStr::from_bytes(target.as_bytes()));
+            let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
             if target.is_absolute() {
                 stack.truncate(1);
             }
@@ -657,26 +694,29 @@ mod tests {
     #[test]
     fn only_nothing_or_a_regular_file_is_replaceable() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f");
-        check_replaceable(&file).unwrap();
-        std::fs::write(&file, b"x").unwrap();
-        check_replaceable(&file).unwrap();
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&file, &link).unwrap();
-        let err = check_replaceable(&link).unwrap_err().to_string();
+        let at = open_directory(dir.path()).unwrap();
+        let check = |dir: &OwnedFd, name: &str| check_replaceable(dir.as_fd(), OsStr::new(name));
+        check(&at, "f").unwrap();
+        std::fs::write(dir.path().join("f"), b"x").unwrap();
+        check(&at, "f").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("f"), dir.path().join("link")).unwrap();
+        let err = check(&at, "link").unwrap_err().to_string();
         assert!(err.contains("a symlink"), "{err}");
-        let err = check_replaceable(Path::new("/dev/null"))
+        let err = check(&open_directory(Path::new("/dev")).unwrap(), "null")
             .unwrap_err()
             .to_string();
         assert!(err.contains("a device"), "{err}");
-        let err = check_replaceable(dir.path()).unwrap_err().to_string();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        let err = check(&at, "d").unwrap_err().to_string();
         assert!(err.contains("a directory"), "{err}");
     }
 
     #[test]
     fn new_files_get_their_mode_on_the_descriptor() {
         let dir = tempfile::tempdir().unwrap();
-        let (_file, path) = create_new_in(dir.path(), ".x-", 0o644).unwrap();
+        let at = open_directory(dir.path()).unwrap();
+        let (_file, name) = create_new_in(at.as_fd(), ".x-", 0o644).unwrap();
+        let path = dir.path().join(name);
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert!(meta.file_type().is_file());
         assert_eq!(meta.mode() & 0o7777, 0o644);

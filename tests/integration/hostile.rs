@@ -923,6 +923,38 @@ fn step_files_through_another_users_symlink_in_a_sticky_directory_are_not_writte
 }
 
 #[test]
+fn step_files_through_another_users_directory_symlink_are_not_written() {
+    if skip_unless_root("step_files_through_another_users_directory_symlink_are_not_written") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    let victim = dir.path().join("etc");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("output"), "root's\n").unwrap();
+    let runner = shared.join("runner");
+    std::os::unix::fs::symlink(&victim, &runner).unwrap();
+    give_to_nobody(&runner);
+    let out = retry()
+        .env("GITHUB_OUTPUT", runner.join("output"))
+        .args(["-n", "1", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: only a symlink at the end was judged; this one, on the way,
+    // was followed (with fs.protected_symlinks=0) and root's file appended to.
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("output")).unwrap(),
+        "root's\n"
+    );
+}
+
+#[test]
 fn output_through_another_users_directory_symlink_is_refused() {
     if skip_unless_root("output_through_another_users_directory_symlink_is_refused") {
         return;

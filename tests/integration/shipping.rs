@@ -2,6 +2,7 @@
 //! nested-retry warning, metrics and log files in shared places.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use predicates::prelude::*;
@@ -521,6 +522,63 @@ fn a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused() {
             .count(),
         2
     );
+}
+
+/// A sticky shared directory in which another user (nobody) made `name` a
+/// symlink to a directory of root's own: what a root job must not write
+/// into. Returns (the symlink, the victim directory).
+fn planted_directory_link(dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf) {
+    let shared = sticky_dir(dir, "shared");
+    let victim = dir.join("etc");
+    std::fs::create_dir(&victim).unwrap();
+    let link = shared.join(name);
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    give_to_nobody(&link);
+    (link, victim)
+}
+
+#[test]
+fn a_log_file_through_another_users_directory_symlink_is_refused() {
+    if skip_unless_root("a_log_file_through_another_users_directory_symlink_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let (logs, victim) = planted_directory_link(dir.path(), "logs");
+    let marker = dir.path().join("ran");
+    let out = retry()
+        .arg("--log-file")
+        .arg(logs.join("cron.log"))
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: the walk stopped only at a symlink in the last component, and
+    // root's log went into etc/ (on a machine with fs.protected_symlinks=0).
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    assert!(!victim.join("cron.log").exists());
+}
+
+#[test]
+fn metrics_through_another_users_directory_symlink_are_not_written() {
+    if skip_unless_root("metrics_through_another_users_directory_symlink_are_not_written") {
+        return;
+    }
+    let dir = scratch();
+    let (metrics, victim) = planted_directory_link(dir.path(), "metrics");
+    let out = with_metrics(&metrics.join("job.prom"), 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
 }
 
 #[test]
