@@ -223,7 +223,9 @@ fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
 /// base directory specification says it must be (the user's own, 0700),
 /// then `/dev/shm` when it is shared as `/tmp` is (sticky, root's), then
 /// `/tmp`. A place that refuses the directory (full, read-only) passes
-/// the turn to the next.
+/// the turn to the next; so does one in memory with less than
+/// [`MIN_ROOM`] free, which still takes the directory (an empty one needs
+/// no block) but not the hint written there.
 fn runtime_bases() -> Vec<PathBuf> {
     if let Some(tmpdir) = tmpdir() {
         return vec![absolute(tmpdir)];
@@ -234,18 +236,35 @@ fn runtime_bases() -> Vec<PathBuf> {
         let own_and_private = |meta: &std::fs::Metadata| {
             meta.is_dir() && meta.uid() == euid && meta.mode() & 0o777 == 0o700
         };
-        if runtime.is_absolute() && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m)) {
+        if runtime.is_absolute()
+            && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m))
+            && has_room(&runtime)
+        {
             bases.push(runtime);
         }
     }
     let shared_like_tmp = |meta: &std::fs::Metadata| {
         meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o1777 == 0o1777
     };
-    if std::fs::metadata("/dev/shm").is_ok_and(|m| shared_like_tmp(&m)) {
-        bases.push(PathBuf::from("/dev/shm"));
+    let shm = Path::new("/dev/shm");
+    if std::fs::metadata(shm).is_ok_and(|m| shared_like_tmp(&m)) && has_room(shm) {
+        bases.push(shm.to_path_buf());
     }
     bases.push(PathBuf::from("/tmp"));
     bases
+}
+
+/// The least free space a file system in memory must have to hold a
+/// run's directory: a full `/dev/shm` (64 MiB in a container, and shared
+/// by every user) is common enough.
+const MIN_ROOM: u64 = 1 << 20;
+
+/// Has the file system of `dir` at least [`MIN_ROOM`] free for this user?
+/// (A tmpfs without a size limit counts no blocks at all.)
+fn has_room(dir: &Path) -> bool {
+    rustix::fs::statvfs(dir).is_ok_and(|stat| {
+        stat.f_blocks == 0 || stat.f_bavail.saturating_mul(stat.f_frsize) >= MIN_ROOM
+    })
 }
 
 /// Where the spools go: `$TMPDIR`, else `/tmp`.

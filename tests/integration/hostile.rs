@@ -314,6 +314,60 @@ fn an_empty_tmpdir_puts_the_spools_in_tmp_not_in_the_current_directory() {
         .stdout("held\n");
 }
 
+#[test]
+fn a_full_runtime_directory_is_passed_over() {
+    // A file system in memory that is full still takes a directory (an
+    // empty one needs no block), but not the child's hint.
+    let Some(disk) = SmallDisk::mount("64k", "the full runtime directory test") else {
+        return;
+    };
+    std::fs::set_permissions(&disk.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let filler = disk.path.join("filler");
+    let _ = std::fs::write(&filler, vec![0_u8; 1 << 20]);
+    assert!(
+        std::fs::write(disk.path.join("probe"), "x").is_err(),
+        "not full"
+    );
+    let run_dir = permanent_hint_run(&disk.path);
+    assert!(!run_dir.starts_with(&disk.path), "{}", run_dir.display());
+}
+
+#[test]
+fn a_runtime_directory_without_a_size_limit_is_used() {
+    // A tmpfs mounted with size=0 has no limit, and counts no blocks.
+    let Some(disk) = SmallDisk::mount("0", "the unlimited runtime directory test") else {
+        return;
+    };
+    std::fs::set_permissions(&disk.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run_dir = permanent_hint_run(&disk.path);
+    assert_eq!(run_dir.parent().unwrap(), disk.path);
+}
+
+/// A run whose attempt writes `permanent` to its hint file, with
+/// `XDG_RUNTIME_DIR` set to `runtime` and no TMPDIR: the hint is obeyed.
+/// Returns the run's directory.
+fn permanent_hint_run(runtime: &Path) -> PathBuf {
+    let dir = scratch();
+    let seen = dir.path().join("seen");
+    let body = format!(
+        "dirname \"$RETRY_HINT_FILE\" > '{}'; echo permanent > \"$RETRY_HINT_FILE\"; exit 1",
+        seen.display()
+    );
+    let out = retry()
+        .env_remove("TMPDIR")
+        .env("XDG_RUNTIME_DIR", runtime)
+        .args(["-n", "2", "-d", "0", "--", "sh", "-c", &body])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("hint file said permanent"), "{stderr}");
+    assert!(!stderr.contains("attempt 2/2"), "{stderr}");
+    let run_dir = PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim());
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    run_dir
+}
+
 // ---- Values from the environment and the child (item 17) ----
 
 #[test]
