@@ -199,6 +199,23 @@ impl PrivateDir {
     pub(crate) fn path(&self) -> &Path {
         &self.0
     }
+
+    /// Is the directory still there, and this user's? It can go while a
+    /// run goes on: systemd-logind removes a user's files in `/dev/shm`
+    /// (`RemoveIPC`) and their `$XDG_RUNTIME_DIR` when their last session
+    /// ends, also under a run from cron or a service; a cleaner sweeps
+    /// `/tmp`. Its name is then free, for another user too.
+    pub(crate) fn is_ours(&self) -> bool {
+        owned_by_us(&self.0, true)
+    }
+}
+
+/// Is what stands at `path` (not followed) this user's, and a directory
+/// when `dir`?
+fn owned_by_us(path: &Path, dir: bool) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| {
+        meta.uid() == rustix::process::geteuid().as_raw() && (meta.is_dir() || !dir)
+    })
 }
 
 fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
@@ -295,8 +312,10 @@ impl Drop for PrivateDir {
         // Usually empty by now (the hint file is removed after each
         // attempt): one rmdir. Otherwise the walk, which does not follow
         // symlinks: a child that replaced the directory with a link loses
-        // the link, nothing else (rmdir refuses a link: ENOTDIR).
-        if std::fs::remove_dir(&self.0).is_err() {
+        // the link, nothing else (rmdir refuses a link: ENOTDIR). What
+        // another user put there, after the directory was removed under the
+        // run, is left alone.
+        if std::fs::remove_dir(&self.0).is_err() && owned_by_us(&self.0, false) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }

@@ -368,6 +368,75 @@ fn permanent_hint_run(runtime: &Path) -> PathBuf {
     run_dir
 }
 
+/// `retry -n 3 -d 0` without `TMPDIR` or `XDG_RUNTIME_DIR` (so the run's
+/// directory is in /dev/shm or /tmp), whose first attempt runs `first` (with
+/// `$d` the run's directory) and whose later attempts write `permanent` to
+/// the hint file. Returns the output and the directories the attempts saw.
+fn run_dir_taken_away(first: &str, dir: &Path) -> (std::process::Output, Vec<PathBuf>) {
+    let seen = dir.join("seen");
+    let body = format!(
+        "d=$(dirname \"$RETRY_HINT_FILE\"); echo \"$d\" >> '{seen}'; \
+         if [ \"$RETRY_ATTEMPT\" = 1 ]; then {first}; exit 1; fi; \
+         echo permanent > \"$RETRY_HINT_FILE\"; exit 2",
+        seen = seen.display()
+    );
+    let out = retry()
+        .env_remove("TMPDIR")
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["-n", "3", "-d", "0", "--", "sh", "-c", &body])
+        .output()
+        .unwrap();
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    (out, seen.lines().map(PathBuf::from).collect())
+}
+
+#[test]
+fn a_run_directory_removed_during_the_run_is_made_again() {
+    // systemd-logind removes a user's files in /dev/shm (RemoveIPC) and
+    // their XDG_RUNTIME_DIR when their last session ends, also under a run
+    // that goes on (from cron, or a service running as that user).
+    let dir = scratch();
+    let (out, seen) = run_dir_taken_away("rm -rf \"$d\"", dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("hint file said permanent"), "{stderr}");
+    assert!(!stderr.contains("attempt 3/3"), "{stderr}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for run_dir in &seen {
+        assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    }
+}
+
+#[test]
+fn a_run_directory_another_user_took_over_is_not_read_nor_handed_on() {
+    if skip_unless_root("a_run_directory_another_user_took_over_is_not_read_nor_handed_on") {
+        return;
+    }
+    // Once removed under the run, its name (which anyone can list in
+    // /dev/shm or /tmp) is free: another user makes a directory there, open
+    // to all, with a forged hint in it.
+    let dir = scratch();
+    let take = "rm -rf \"$d\"; mkdir -m 777 \"$d\"; echo permanent > \"$d/hint\"; \
+                chown -R 65534:65534 \"$d\"";
+    let (out, seen) = run_dir_taken_away(take, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let taken = &seen[0];
+    let owner = std::fs::metadata(taken).map(|meta| meta.uid());
+    let _ = std::fs::remove_dir_all(taken);
+    // The forged hint was not obeyed: attempt 2 ran, and its hint was.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("attempt 1/3 failed: exit 1 (transient)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint file said permanent"), "{stderr}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // Attempt 2 was not sent into the other user's directory.
+    assert_ne!(&seen[1], taken);
+    // Nor did retry remove it.
+    assert_eq!(owner.ok(), Some(65534));
+}
+
 // ---- Values from the environment and the child (item 17) ----
 
 #[test]
