@@ -315,6 +315,54 @@ fn an_empty_tmpdir_puts_the_spools_in_tmp_not_in_the_current_directory() {
 }
 
 #[test]
+fn an_empty_tmpdir_makes_no_spool_in_the_current_directory() {
+    // A spool made in the current directory would go unseen (it has no
+    // name): with that directory removed, making one there fails.
+    let dir = scratch();
+    let gone = dir.path().join("gone");
+    let replay = [
+        "--stdin",
+        "replay",
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "cat; exit 1",
+    ];
+    let buffer = ["--buffer-stdout", "--", "echo", "held"];
+    for (args, code, stdout) in [(&replay[..], 1, "data\ndata\n"), (&buffer[..], 0, "held\n")] {
+        std::fs::create_dir(&gone).unwrap();
+        let mut command = std::process::Command::new("sh");
+        for (name, value) in retry_std().get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let out = assert_cmd::Command::from_std(command)
+            .env("TMPDIR", "")
+            .args([
+                "-c",
+                "cd \"$1\" && rmdir \"$1\" && shift && exec \"$@\"",
+                "sh",
+            ])
+            .arg(&gone)
+            .arg(BIN)
+            .args(args)
+            .write_stdin("data\n")
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), stdout, "{args:?}");
+    }
+}
+
+#[test]
 fn a_full_runtime_directory_is_passed_over() {
     // A file system in memory that is full still takes a directory (an
     // empty one needs no block), but not the child's hint.
