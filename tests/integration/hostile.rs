@@ -272,6 +272,22 @@ fn a_runtime_directory_others_can_enter_is_passed_over() {
 }
 
 #[test]
+fn a_relative_runtime_directory_is_passed_over() {
+    // One that would pass every other check: the user's own, 0700.
+    let dir = scratch();
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run_dir = hint_dir_with(
+        &[("XDG_RUNTIME_DIR", Path::new("runtime"))],
+        &["TMPDIR"],
+        dir.path(),
+    );
+    assert!(run_dir.is_absolute(), "{}", run_dir.display());
+    assert!(!run_dir.starts_with(dir.path()), "{}", run_dir.display());
+}
+
+#[test]
 fn an_empty_tmpdir_counts_as_unset() {
     let dir = scratch();
     let run_dir = hint_dir_with(
