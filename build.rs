@@ -19,6 +19,7 @@
 //!   relocates its 10 000 pointers at every start (a PIE dirties 190 KiB of
 //!   them, page by page). It gives up address randomization of retry's own
 //!   code and data, as a Go binary does; `RETRY_BUILD_PIE=1` builds a PIE.
+//!   A `+crt-static` build stays the static PIE rustc makes of it.
 //! - Release builds group the functions a run executes at the start of the
 //!   code, by the linker script `link/startup.ld` (`scripts/startup-order`
 //!   writes it), so they fill a few 64 KiB fault-around windows rather than
@@ -38,7 +39,10 @@ fn main() {
     }
     if target("CARGO_CFG_TARGET_OS") == "linux" && target("CARGO_CFG_TARGET_ENV") == "gnu" {
         println!("cargo:rerun-if-env-changed=RETRY_BUILD_PIE");
-        if std::env::var_os("RETRY_BUILD_PIE").is_none_or(|value| value.is_empty()) {
+        // Not with +crt-static: rustc links that as a static PIE, which
+        // relocates itself, and -no-pie on top of -static-pie gives a
+        // binary that dies of SIGSEGV as it starts.
+        if !static_crt && std::env::var_os("RETRY_BUILD_PIE").is_none_or(|value| value.is_empty()) {
             println!("cargo:rustc-link-arg-bins=-no-pie");
         }
         if target("PROFILE") == "release" {

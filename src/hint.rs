@@ -30,7 +30,7 @@ const MAX_QUOTED_CHARS: usize = 60;
 /// in it go when the run ends, however it ends (short of SIGKILL).
 pub(crate) struct HintFile {
     path: PathBuf,
-    _dir: PrivateDir,
+    dir: PrivateDir,
 }
 
 impl HintFile {
@@ -40,8 +40,28 @@ impl HintFile {
         let dir = PrivateDir::new("retry-")?;
         Ok(HintFile {
             path: dir.path().join("hint"),
-            _dir: dir,
+            dir,
         })
+    }
+
+    /// Before an attempt: a new directory if the run's went away (see
+    /// `PrivateDir::is_ours`), so the attempt's hint is not lost, nor
+    /// written where another user took its name. `Err` says why none could
+    /// be made (the attempt then gets the old path).
+    pub(crate) fn prepare(&mut self) -> Result<(), String> {
+        if self.dir.is_ours() {
+            return Ok(());
+        }
+        let dir = PrivateDir::new("retry-").map_err(|err| {
+            format!(
+                "hint file: the run's directory {} went away and no new one could be made: {err:#}",
+                self.dir.path().display()
+            )
+        })?;
+        self.path = dir.path().join("hint");
+        // The old one is dropped: removed only if it is still this user's.
+        self.dir = dir;
+        Ok(())
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -53,6 +73,13 @@ impl HintFile {
     /// not a small regular file (a FIFO, a symlink, a device: never opened
     /// for reading, so nothing blocks), is an error message, of one line.
     pub(crate) fn take(&self) -> Result<Option<Hint>, String> {
+        if !self.dir.is_ours() {
+            // Whatever stands at its path now is not the run's: not read.
+            return Err(format!(
+                "hint file: the run's directory {} went away during the attempt; a hint written there is lost",
+                self.dir.path().display()
+            ));
+        }
         let read = safe_fs::read_small_regular(&self.path, MAX_HINT_BYTES);
         // Nothing there (most attempts): nothing to remove either.
         if !matches!(read, Ok(None)) {

@@ -213,6 +213,23 @@ impl PrivateDir {
     pub(crate) fn path(&self) -> &Path {
         &self.0
     }
+
+    /// Is the directory still there, and this user's? It can go while a
+    /// run goes on: systemd-logind removes a user's files in `/dev/shm`
+    /// (`RemoveIPC`) and their `$XDG_RUNTIME_DIR` when their last session
+    /// ends, also under a run from cron or a service; a cleaner sweeps
+    /// `/tmp`. Its name is then free, for another user too.
+    pub(crate) fn is_ours(&self) -> bool {
+        owned_by_us(&self.0, true)
+    }
+}
+
+/// Is what stands at `path` (not followed) this user's, and a directory
+/// when `dir`?
+fn owned_by_us(path: &Path, dir: bool) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| {
+        meta.uid() == rustix::process::geteuid().as_raw() && (meta.is_dir() || !dir)
+    })
 }
 
 fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
@@ -237,7 +254,9 @@ fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
 /// base directory specification says it must be (the user's own, 0700),
 /// then `/dev/shm` when it is shared as `/tmp` is (sticky, root's), then
 /// `/tmp`. A place that refuses the directory (full, read-only) passes
-/// the turn to the next.
+/// the turn to the next; so does one in memory with less than
+/// [`MIN_ROOM`] free, which still takes the directory (an empty one needs
+/// no block) but not the hint written there.
 fn runtime_bases() -> Vec<PathBuf> {
     if let Some(tmpdir) = tmpdir() {
         return vec![absolute(tmpdir)];
@@ -248,18 +267,35 @@ fn runtime_bases() -> Vec<PathBuf> {
         let own_and_private = |meta: &std::fs::Metadata| {
             meta.is_dir() && meta.uid() == euid && meta.mode() & 0o777 == 0o700
         };
-        if runtime.is_absolute() && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m)) {
+        if runtime.is_absolute()
+            && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m))
+            && has_room(&runtime)
+        {
             bases.push(runtime);
         }
     }
     let shared_like_tmp = |meta: &std::fs::Metadata| {
         meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o1777 == 0o1777
     };
-    if std::fs::metadata("/dev/shm").is_ok_and(|m| shared_like_tmp(&m)) {
-        bases.push(PathBuf::from("/dev/shm"));
+    let shm = Path::new("/dev/shm");
+    if std::fs::metadata(shm).is_ok_and(|m| shared_like_tmp(&m)) && has_room(shm) {
+        bases.push(shm.to_path_buf());
     }
     bases.push(PathBuf::from("/tmp"));
     bases
+}
+
+/// The least free space a file system in memory must have to hold a
+/// run's directory: a full `/dev/shm` (64 MiB in a container, and shared
+/// by every user) is common enough.
+const MIN_ROOM: u64 = 1 << 20;
+
+/// Has the file system of `dir` at least [`MIN_ROOM`] free for this user?
+/// (A tmpfs without a size limit counts no blocks at all.)
+fn has_room(dir: &Path) -> bool {
+    rustix::fs::statvfs(dir).is_ok_and(|stat| {
+        stat.f_blocks == 0 || stat.f_bavail.saturating_mul(stat.f_frsize) >= MIN_ROOM
+    })
 }
 
 /// Where the spools go: `$TMPDIR`, else `/tmp`.
@@ -290,8 +326,10 @@ impl Drop for PrivateDir {
         // Usually empty by now (the hint file is removed after each
         // attempt): one rmdir. Otherwise the walk, which does not follow
         // symlinks: a child that replaced the directory with a link loses
-        // the link, nothing else (rmdir refuses a link: ENOTDIR).
-        if std::fs::remove_dir(&self.0).is_err() {
+        // the link, nothing else (rmdir refuses a link: ENOTDIR). What
+        // another user put there, after the directory was removed under the
+        // run, is left alone.
+        if std::fs::remove_dir(&self.0).is_err() && owned_by_us(&self.0, false) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }

@@ -366,6 +366,9 @@ impl<'a> Run<'a> {
             held.reset()?;
         }
         reporter.attempt_start(attempt, config.attempts, &self.command_text);
+        if let Err(problem) = self.hint.prepare() {
+            reporter.warning("hint", &problem);
+        }
         let deadline = [
             config.timeout.map(|t| Instant::now() + t),
             self.limits.deadline,

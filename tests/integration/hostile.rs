@@ -272,6 +272,22 @@ fn a_runtime_directory_others_can_enter_is_passed_over() {
 }
 
 #[test]
+fn a_relative_runtime_directory_is_passed_over() {
+    // One that would pass every other check: the user's own, 0700.
+    let dir = scratch();
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run_dir = hint_dir_with(
+        &[("XDG_RUNTIME_DIR", Path::new("runtime"))],
+        &["TMPDIR"],
+        dir.path(),
+    );
+    assert!(run_dir.is_absolute(), "{}", run_dir.display());
+    assert!(!run_dir.starts_with(dir.path()), "{}", run_dir.display());
+}
+
+#[test]
 fn an_empty_tmpdir_counts_as_unset() {
     let dir = scratch();
     let run_dir = hint_dir_with(
@@ -312,6 +328,177 @@ fn an_empty_tmpdir_puts_the_spools_in_tmp_not_in_the_current_directory() {
         .assert()
         .success()
         .stdout("held\n");
+}
+
+#[test]
+fn an_empty_tmpdir_makes_no_spool_in_the_current_directory() {
+    // A spool made in the current directory would go unseen (it has no
+    // name): with that directory removed, making one there fails.
+    let dir = scratch();
+    let gone = dir.path().join("gone");
+    let replay = [
+        "--stdin",
+        "replay",
+        "-n",
+        "2",
+        "-d",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "cat; exit 1",
+    ];
+    let buffer = ["--buffer-stdout", "--", "echo", "held"];
+    for (args, code, stdout) in [(&replay[..], 1, "data\ndata\n"), (&buffer[..], 0, "held\n")] {
+        std::fs::create_dir(&gone).unwrap();
+        let mut command = std::process::Command::new("sh");
+        for (name, value) in retry_std().get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        let out = assert_cmd::Command::from_std(command)
+            .env("TMPDIR", "")
+            .args([
+                "-c",
+                "cd \"$1\" && rmdir \"$1\" && shift && exec \"$@\"",
+                "sh",
+            ])
+            .arg(&gone)
+            .arg(BIN)
+            .args(args)
+            .write_stdin("data\n")
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), stdout, "{args:?}");
+    }
+}
+
+#[test]
+fn a_full_runtime_directory_is_passed_over() {
+    // A file system in memory that is full still takes a directory (an
+    // empty one needs no block), but not the child's hint.
+    let Some(disk) = SmallDisk::mount("64k", "the full runtime directory test") else {
+        return;
+    };
+    std::fs::set_permissions(&disk.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let filler = disk.path.join("filler");
+    let _ = std::fs::write(&filler, vec![0_u8; 1 << 20]);
+    assert!(
+        std::fs::write(disk.path.join("probe"), "x").is_err(),
+        "not full"
+    );
+    let run_dir = permanent_hint_run(&disk.path);
+    assert!(!run_dir.starts_with(&disk.path), "{}", run_dir.display());
+}
+
+#[test]
+fn a_runtime_directory_without_a_size_limit_is_used() {
+    // A tmpfs mounted with size=0 has no limit, and counts no blocks.
+    let Some(disk) = SmallDisk::mount("0", "the unlimited runtime directory test") else {
+        return;
+    };
+    std::fs::set_permissions(&disk.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run_dir = permanent_hint_run(&disk.path);
+    assert_eq!(run_dir.parent().unwrap(), disk.path);
+}
+
+/// A run whose attempt writes `permanent` to its hint file, with
+/// `XDG_RUNTIME_DIR` set to `runtime` and no TMPDIR: the hint is obeyed.
+/// Returns the run's directory.
+fn permanent_hint_run(runtime: &Path) -> PathBuf {
+    let dir = scratch();
+    let seen = dir.path().join("seen");
+    let body = format!(
+        "dirname \"$RETRY_HINT_FILE\" > '{}'; echo permanent > \"$RETRY_HINT_FILE\"; exit 1",
+        seen.display()
+    );
+    let out = retry()
+        .env_remove("TMPDIR")
+        .env("XDG_RUNTIME_DIR", runtime)
+        .args(["-n", "2", "-d", "0", "--", "sh", "-c", &body])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("hint file said permanent"), "{stderr}");
+    assert!(!stderr.contains("attempt 2/2"), "{stderr}");
+    let run_dir = PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim());
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    run_dir
+}
+
+/// `retry -n 3 -d 0` without `TMPDIR` or `XDG_RUNTIME_DIR` (so the run's
+/// directory is in /dev/shm or /tmp), whose first attempt runs `first` (with
+/// `$d` the run's directory) and whose later attempts write `permanent` to
+/// the hint file. Returns the output and the directories the attempts saw.
+fn run_dir_taken_away(first: &str, dir: &Path) -> (std::process::Output, Vec<PathBuf>) {
+    let seen = dir.join("seen");
+    let body = format!(
+        "d=$(dirname \"$RETRY_HINT_FILE\"); echo \"$d\" >> '{seen}'; \
+         if [ \"$RETRY_ATTEMPT\" = 1 ]; then {first}; exit 1; fi; \
+         echo permanent > \"$RETRY_HINT_FILE\"; exit 2",
+        seen = seen.display()
+    );
+    let out = retry()
+        .env_remove("TMPDIR")
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["-n", "3", "-d", "0", "--", "sh", "-c", &body])
+        .output()
+        .unwrap();
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    (out, seen.lines().map(PathBuf::from).collect())
+}
+
+#[test]
+fn a_run_directory_removed_during_the_run_is_made_again() {
+    // systemd-logind removes a user's files in /dev/shm (RemoveIPC) and
+    // their XDG_RUNTIME_DIR when their last session ends, also under a run
+    // that goes on (from cron, or a service running as that user).
+    let dir = scratch();
+    let (out, seen) = run_dir_taken_away("rm -rf \"$d\"", dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("hint file said permanent"), "{stderr}");
+    assert!(!stderr.contains("attempt 3/3"), "{stderr}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for run_dir in &seen {
+        assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    }
+}
+
+#[test]
+fn a_run_directory_another_user_took_over_is_not_read_nor_handed_on() {
+    if skip_unless_root("a_run_directory_another_user_took_over_is_not_read_nor_handed_on") {
+        return;
+    }
+    // Once removed under the run, its name (which anyone can list in
+    // /dev/shm or /tmp) is free: another user makes a directory there, open
+    // to all, with a forged hint in it.
+    let dir = scratch();
+    let take = "rm -rf \"$d\"; mkdir -m 777 \"$d\"; echo permanent > \"$d/hint\"; \
+                chown -R 65534:65534 \"$d\"";
+    let (out, seen) = run_dir_taken_away(take, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let taken = &seen[0];
+    let owner = std::fs::metadata(taken).map(|meta| meta.uid());
+    let _ = std::fs::remove_dir_all(taken);
+    // The forged hint was not obeyed: attempt 2 ran, and its hint was.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("attempt 1/3 failed: exit 1 (transient)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint file said permanent"), "{stderr}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // Attempt 2 was not sent into the other user's directory.
+    assert_ne!(&seen[1], taken);
+    // Nor did retry remove it.
+    assert_eq!(owner.ok(), Some(65534));
 }
 
 // ---- Values from the environment and the child (item 17) ----

@@ -620,3 +620,40 @@ fn a_log_file_that_is_a_fifo_is_refused_without_waiting() {
         .code(1)
         .stderr(predicate::str::contains("retry: attempt 1/2 failed"));
 }
+
+/// What build.rs tells cargo for a Linux glibc target with these target
+/// features, in this profile.
+fn build_script_says(features: &str, profile: &str) -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let binary = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("build-script");
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let compiled = std::process::Command::new(rustc)
+        .args(["--edition", "2024", "-o"])
+        .arg(&binary)
+        .arg(format!("{root}/build.rs"))
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    let out = std::process::Command::new(&binary)
+        .env_clear()
+        .env("CARGO_CFG_TARGET_OS", "linux")
+        .env("CARGO_CFG_TARGET_ENV", "gnu")
+        .env("CARGO_CFG_TARGET_FEATURE", features)
+        .env("PROFILE", profile)
+        .env("CARGO_MANIFEST_DIR", root)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_static_glibc_build_stays_a_static_pie() {
+    // With +crt-static rustc links a static PIE (-static-pie); -no-pie on
+    // top made a static executable that still named an interpreter, and
+    // died of SIGSEGV as it started.
+    let said = build_script_says("crt-static,fxsr,sse,sse2", "debug");
+    assert!(!said.contains("-no-pie"), "{said}");
+    let said = build_script_says("fxsr,sse,sse2", "debug");
+    assert!(said.contains("cargo:rustc-link-arg-bins=-no-pie"), "{said}");
+}
