@@ -134,7 +134,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "XDG_RUNTIME_DIR",
-        "Where the run's private directory goes when TMPDIR is not set, if it is the user's own 0700 directory with 1 MiB free (else /dev/shm, sticky and with 1 MiB free, else /tmp): a file system in memory, so a plain run writes nothing to disk.",
+        "Where the run's private directory goes when TMPDIR is not set, if it is the user's own 0700 directory with 1 MiB free (else, for root, /dev/shm, sticky and with 1 MiB free; else /tmp): a file system in memory, so a plain run writes nothing to disk.",
     ),
     (
         "NO_COLOR",

@@ -252,8 +252,15 @@ fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
 /// and removed on an ext4 `/tmp` cost a quarter of a millisecond of a
 /// 2 ms run: BENCHMARKS.md): `$XDG_RUNTIME_DIR` when it is what the XDG
 /// base directory specification says it must be (the user's own, 0700),
-/// then `/dev/shm` when it is shared as `/tmp` is (sticky, root's), then
-/// `/tmp`. A place that refuses the directory (full, read-only) passes
+/// then, for root only, `/dev/shm` when it is shared as `/tmp` is (sticky,
+/// root's), then `/tmp`. Only root's, because systemd-logind removes other
+/// users' files in `/dev/shm` when their last session ends (`RemoveIPC`,
+/// on by default; root and system users are spared), also under a run
+/// that goes on: the name of its directory, which anyone can list there,
+/// would then be free for another user to take while an attempt writes
+/// its hint ([`PrivateDir::is_ours`] catches it only between attempts).
+/// `$XDG_RUNTIME_DIR` can go the same way, but nobody else can make
+/// anything in it. A place that refuses the directory (full, read-only) passes
 /// the turn to the next; so does one in memory with less than
 /// [`MIN_ROOM`] free, which still takes the directory (an empty one needs
 /// no block) but not the hint written there.
@@ -278,7 +285,7 @@ fn runtime_bases() -> Vec<PathBuf> {
         meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o1777 == 0o1777
     };
     let shm = Path::new("/dev/shm");
-    if std::fs::metadata(shm).is_ok_and(|m| shared_like_tmp(&m)) && has_room(shm) {
+    if euid == 0 && std::fs::metadata(shm).is_ok_and(|m| shared_like_tmp(&m)) && has_room(shm) {
         bases.push(shm.to_path_buf());
     }
     bases.push(PathBuf::from("/tmp"));

@@ -472,6 +472,44 @@ fn a_run_directory_removed_during_the_run_is_made_again() {
 }
 
 #[test]
+fn dev_shm_is_for_roots_runs_only() {
+    if skip_unless_root("dev_shm_is_for_roots_runs_only") {
+        return;
+    }
+    // For other users systemd-logind empties /dev/shm of their files when
+    // their last session ends (RemoveIPC): a run going on then loses its
+    // directory, whose name another user can take.
+    let body = "dirname \"$RETRY_HINT_FILE\"";
+    let as_root = retry_std()
+        .env_remove("TMPDIR")
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["--", "sh", "-c", body])
+        .output()
+        .unwrap();
+    let Ok(as_nobody) = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .env_remove("TMPDIR")
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["--", "sh", "-c", body])
+        .output()
+    else {
+        eprintln!("skipped: no setpriv (util-linux)");
+        return;
+    };
+    assert!(as_nobody.status.success(), "{as_nobody:?}");
+    let base = |out: &std::process::Output| {
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+            .parent()
+            .unwrap()
+            .to_path_buf()
+    };
+    assert_eq!(base(&as_nobody), Path::new("/tmp"));
+    if std::fs::metadata("/dev/shm").is_ok_and(|m| m.mode() & 0o1777 == 0o1777) {
+        assert_eq!(base(&as_root), Path::new("/dev/shm"));
+    }
+}
+
+#[test]
 fn a_run_directory_another_user_took_over_is_not_read_nor_handed_on() {
     if skip_unless_root("a_run_directory_another_user_took_over_is_not_read_nor_handed_on") {
         return;
