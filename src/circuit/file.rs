@@ -8,9 +8,12 @@
 //!   followed or opened for reading. Files are created 0600.
 //! - Concurrency: every update holds an exclusive `flock` on `NAME.lock`
 //!   (a file of its own, since the state file is replaced, not rewritten).
-//!   The lock is taken without blocking, in a loop of short sleeps, so the
-//!   wait for a lock another process holds ends at the store's time limit
-//!   (`--state-timeout`) with an error, never hangs.
+//!   A lock another process holds is waited for in the kernel's queue, on
+//!   a thread of its own, while this one watches the store's time limit
+//!   (`--state-timeout`) and signals: the wait ends with an error, never
+//!   hangs, and a waiter gets the lock as soon as it is free (a loop of
+//!   sleeps left it free between tries: of 400 runs started at once, 114
+//!   gave up after 1 s; none now, BENCHMARKS.md).
 //! - Bounded: a state file is read up to [`MAX_RECORD_BYTES`]; anything
 //!   larger is corrupt, and the caller treats it as the record's default.
 //! - Crash safety: the new state is written to an unnamed temporary file
@@ -49,6 +52,40 @@ pub(crate) struct FileStore {
     /// Write through `O_TMPFILE` when the file system has it (tests turn
     /// it off to try the named fallback).
     unnamed: bool,
+}
+
+/// Wait for the exclusive `flock` on `fd` in the kernel's queue, on a
+/// thread of its own; the lock (with `fd`) comes back on the channel. A
+/// blocking `flock` cannot be given a time limit, and a signal handler
+/// installed with `SA_RESTART` (as retry's are) restarts it; so the wait
+/// happens where it can block, and the caller looks at the clock and at
+/// signals meanwhile. A caller that stops waiting drops the receiver: the
+/// thread then closes `fd` when it gets the lock, which frees it at once.
+/// The thread blocks every signal, so they keep reaching the main thread.
+fn wait_for_lock(
+    fd: OwnedFd,
+) -> std::io::Result<std::sync::mpsc::Receiver<rustix::io::Result<OwnedFd>>> {
+    let (send, receive) = std::sync::mpsc::sync_channel(1);
+    let waiter = move || {
+        let locked = rustix::fs::flock(&fd, FlockOperation::LockExclusive).map(|()| fd);
+        // Nobody waits any more: `fd` (and the lock) go with the message.
+        let _ = send.send(locked);
+    };
+    // SAFETY: only this thread's signal mask changes: every signal is
+    // blocked while the waiter is made (which inherits the mask), and the
+    // old mask is put back right after.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        let spawned = std::thread::Builder::new()
+            .name("retry-lock".into())
+            .stack_size(64 * 1024)
+            .spawn(waiter);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        spawned.map(|_| receive)
+    }
 }
 
 /// The file names of one record.
@@ -136,10 +173,10 @@ impl FileStore {
         }
     }
 
-    /// Take the record's lock: without blocking, retried after short
-    /// sleeps (1 ms, doubling up to 50 ms) until the store's time limit,
-    /// or sooner as `patience` says (the run's deadline; a signal to retry,
-    /// noticed between two tries).
+    /// Take the record's lock: at once when it is free; else in the
+    /// kernel's queue ([`wait_for_lock`]), until the store's time limit, or
+    /// sooner as `patience` says (the run's deadline; a signal to retry,
+    /// looked at every [`SIGNAL_SLICE`]).
     fn lock(&self, names: &Names, patience: Patience) -> Result<OwnedFd> {
         let path = self.dir.join(&names.lock);
         if let Some(what) = self.special(&names.lock)? {
@@ -179,23 +216,26 @@ impl FileStore {
         }
         let started = Instant::now();
         let (deadline, by_run) = patience.end(started, self.timeout);
-        let mut pause = Duration::from_millis(1);
+        match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(fd),
+            Err(Errno::WOULDBLOCK | Errno::INTR) => {}
+            Err(err) => return Err(err).with_context(|| format!("locking {}", path.display())),
+        }
+        let waiting = wait_for_lock(fd).with_context(|| format!("locking {}", path.display()))?;
         loop {
-            match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(fd),
-                Err(Errno::WOULDBLOCK | Errno::INTR) => {}
-                Err(err) => {
+            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            let slice = left.map_or(SIGNAL_SLICE, |left| left.min(SIGNAL_SLICE));
+            match waiting.recv_timeout(slice) {
+                Ok(Ok(fd)) => return Ok(fd),
+                Ok(Err(err)) => {
                     return Err(err).with_context(|| format!("locking {}", path.display()));
                 }
+                Err(_) => {}
             }
             if patience.interrupted() {
                 return Err(Interrupted.into());
             }
-            let left = match deadline {
-                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
-                None => pause,
-            };
-            if left.is_zero() {
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 let within = if by_run {
                     format!(
                         "before --max-time ran out ({:.2}s)",
@@ -209,8 +249,6 @@ impl FileStore {
                     self.dir.join(&names.json).display()
                 );
             }
-            std::thread::sleep(pause.min(left));
-            pause = (pause * 2).min(SIGNAL_SLICE);
         }
     }
 

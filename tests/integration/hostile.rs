@@ -692,6 +692,55 @@ fn a_signal_during_the_wait_for_a_budget_lock_ends_the_run_at_once() {
     assert!(!stderr.contains("retrying as if"), "{stderr}");
 }
 
+#[test]
+fn a_budget_lock_a_busy_neighbour_keeps_retaking_is_had_when_it_is_free() {
+    // A neighbour takes the lock for 50 ms, lets it go for half a
+    // millisecond, takes it again, for 4 s (as hundreds of runs started at
+    // once do to each other). Before: retry tried again after sleeps of up
+    // to 50 ms, nearly always while the lock was held, and gave up after
+    // --state-timeout (1 s) with a warning, running as if no budget were
+    // kept. Now it waits in the kernel's queue and gets it at a release.
+    let state = private_state();
+    let lock = state.path().join("budget@api.lock");
+    let held = state.path().join("held");
+    let neighbour = format!(
+        "import fcntl, os, time\n\
+         fd = os.open('{lock}', os.O_RDWR | os.O_CREAT, 0o600)\n\
+         end = time.monotonic() + 4\n\
+         while time.monotonic() < end:\n\
+         \x20   fcntl.flock(fd, fcntl.LOCK_EX)\n\
+         \x20   open('{held}', 'w').close()\n\
+         \x20   time.sleep(0.05)\n\
+         \x20   fcntl.flock(fd, fcntl.LOCK_UN)\n\
+         \x20   time.sleep(0.0005)\n",
+        lock = lock.display(),
+        held = held.display()
+    );
+    let Ok(mut busy) = std::process::Command::new("python3")
+        .args(["-c", &neighbour])
+        .spawn()
+    else {
+        eprintln!("skipped: no python3");
+        return;
+    };
+    wait_for_file(&held, Duration::from_secs(20));
+    let started = Instant::now();
+    let out = retry()
+        .args(["--budget", "api", "--state-dir"])
+        .arg(state.path())
+        .args(["-n", "1", "--", "true"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("could not lock"), "{took:?}: {stderr}");
+    let record = std::fs::read_to_string(state.path().join("budget@api.json")).unwrap();
+    assert!(record.contains("\"deposits\": 1"), "{record}");
+}
+
 /// A Redis stand-in on 127.0.0.1: the first `answered` connections get
 /// answers as a real server gives them to retry's transaction (an empty
 /// key, a write that succeeds); every later one is accepted and never
