@@ -401,19 +401,22 @@ pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<Own
     let Some((dir_path, name)) = split_file_path(path) else {
         return rustix::fs::open(path, flags, mode).map_err(Unopened::Failed);
     };
-    let dir = open_directory(dir_path).map_err(|err| match planted_symlink(&err) {
+    let unopened = |err: io::Error| match planted_symlink(&err) {
         Some(planted) => Unopened::Untrusted(anyhow::anyhow!("{planted}")),
         None => Unopened::Failed(Errno::from_io_error(&err).unwrap_or(Errno::IO)),
-    })?;
+    };
+    let mut walk = Walk::start(dir_path).map_err(unopened)?;
+    walk.down(dir_path).map_err(unopened)?;
+    let dir = walk.here.as_fd();
     // First without following: a symlink planted after a check could not
     // steer this open; one that is there is judged before it is followed.
     // (A symlink there makes that open fail: ELOOP, or EACCES when it is
     // another user's in a sticky directory.)
-    let refused = match rustix::fs::openat(&dir, name, flags | OFlags::NOFOLLOW, mode) {
+    let refused = match rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, mode) {
         Ok(fd) => return Ok(fd),
         Err(err) => err,
     };
-    let link = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+    let link = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat)
             if rustix::fs::FileType::from_raw_mode(stat.st_mode)
                 == rustix::fs::FileType::Symlink =>
@@ -422,15 +425,15 @@ pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<Own
         }
         _ => return Err(Unopened::Failed(refused)),
     };
-    let dir_stat = rustix::fs::fstat(&dir).map_err(Unopened::Failed)?;
+    let dir_stat = rustix::fs::fstat(dir).map_err(Unopened::Failed)?;
     if planted_by_another_user(dir_stat.st_mode, dir_stat.st_uid, link.st_uid) {
         return Err(Unopened::Untrusted(anyhow::anyhow!(
             "a symlink owned by another user (uid {}) in the sticky world-writable directory {}: not followed",
             link.st_uid,
-            dir_path.display()
+            walk.shown().display()
         )));
     }
-    rustix::fs::openat(&dir, name, flags, mode).map_err(Unopened::Failed)
+    rustix::fs::openat(dir, name, flags, mode).map_err(Unopened::Failed)
 }
 
 /// The directory a file path names a file in (`.` for a bare name), and
@@ -508,68 +511,153 @@ const MOST_LINKS: usize = 40;
 /// `O_NOFOLLOW`. For a directory a file is then written into by a job that
 /// may run as root (`-o FILE`): `/tmp/reports` made a symlink to `/etc`
 /// must not steer it.
+///
+/// Otherwise as `open(2)` resolves `path`: a relative one from the working
+/// directory itself (not from its name, which may lead through directories
+/// this user may not search), `..` to the parent of where the walk is, and a
+/// link of `/proc` (`/proc/PID/root`, `/proc/self/cwd`, `/proc/self/fd/N`)
+/// to what it stands for, which its text may not name (another mount
+/// namespace, a removed directory): the kernel follows those.
 pub(crate) fn open_directory(path: &Path) -> io::Result<OwnedFd> {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(path)
-    };
-    let steps = |path: &Path| -> Vec<OsString> {
-        path.components()
-            .filter_map(|component| match component {
-                std::path::Component::Normal(name) => Some(name.to_os_string()),
-                std::path::Component::ParentDir => Some(OsString::from("..")),
-                _ => None,
-            })
-            .collect()
-    };
-    let mut pending: std::collections::VecDeque<OsString> = steps(&absolute).into();
-    let open_path = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let root = rustix::fs::open("/", open_path, Mode::empty())?;
-    // The directories opened so far, each inside the one before.
-    let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];
-    let mut links = 0;
-    while let Some(step) = pending.pop_front() {
-        if step == ".." {
-            if stack.len() > 1 {
-                stack.pop();
-            }
-            continue;
-        }
-        let Some((parent, parent_path)) = stack.last() else {
-            return Err(io::ErrorKind::NotFound.into());
+    let mut walk = Walk::start(path)?;
+    walk.down(path)?;
+    Ok(walk.here)
+}
+
+/// A walk of [`open_directory`]: where it is, and how many symlinks it
+/// followed on the way.
+struct Walk {
+    /// The directory reached (`O_PATH`).
+    here: OwnedFd,
+    /// Its path, for messages: as written, with links' text put in place.
+    shown: PathBuf,
+    links: usize,
+}
+
+const OPEN_PATH: OFlags = OFlags::PATH
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+impl Walk {
+    /// At `/` for an absolute `path`, else at the working directory.
+    fn start(path: &Path) -> io::Result<Walk> {
+        let (here, shown) = if path.is_absolute() {
+            (rustix::fs::open("/", OPEN_PATH, Mode::empty())?, "/")
+        } else {
+            let cwd = rustix::fs::CWD;
+            (rustix::fs::openat(cwd, ".", OPEN_PATH, Mode::empty())?, "")
         };
-        let here = parent_path.join(&step);
-        let stat = rustix::fs::statat(parent, &step, AtFlags::SYMLINK_NOFOLLOW)?;
-        if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Symlink {
-            let dir = rustix::fs::fstat(parent)?;
-            if planted_by_another_user(dir.st_mode, dir.st_uid, stat.st_uid) {
-                return Err(io::Error::other(PlantedSymlink {
-                    link: here,
-                    owner: stat.st_uid,
-                }));
+        Ok(Walk {
+            here,
+            shown: PathBuf::from(shown),
+            links: 0,
+        })
+    }
+
+    /// Where the walk is, for messages.
+    fn shown(&self) -> &Path {
+        if self.shown.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.shown
+        }
+    }
+
+    /// Back at `/`, for an absolute symlink.
+    fn restart_at_root(&mut self) -> io::Result<()> {
+        self.here = rustix::fs::open("/", OPEN_PATH, Mode::empty())?;
+        self.shown = PathBuf::from("/");
+        Ok(())
+    }
+
+    /// Go down the directories of `path` from here (where [`Walk::start`]
+    /// or an absolute symlink put the walk).
+    fn down(&mut self, path: &Path) -> io::Result<()> {
+        let mut pending: std::collections::VecDeque<OsString> = steps(path).into();
+        while let Some(step) = pending.pop_front() {
+            let stat = rustix::fs::statat(&self.here, &step, AtFlags::SYMLINK_NOFOLLOW)?;
+            if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Symlink {
+                self.here = rustix::fs::openat(&self.here, &step, OPEN_PATH, Mode::empty())?;
+                self.step_shown(&step);
+                continue;
             }
-            links += 1;
-            if links > MOST_LINKS {
-                return Err(Errno::LOOP.into());
+            self.judge(&step, stat.st_uid)?;
+            if self.in_proc() {
+                // One of /proc's: the kernel takes the walk where it leads.
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                self.here = rustix::fs::openat(&self.here, &step, flags, Mode::empty())?;
+                self.step_shown(&step);
+                continue;
             }
-            let target = rustix::fs::readlinkat(parent, &step, Vec::new())?;
-            let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+            let target = self.read_link(&step)?;
             if target.is_absolute() {
-                stack.truncate(1);
+                self.restart_at_root()?;
             }
             for (at, next) in steps(&target).into_iter().enumerate() {
                 pending.insert(at, next);
             }
-            continue;
         }
-        let fd = rustix::fs::openat(parent, &step, open_path, Mode::empty())?;
-        stack.push((fd, here));
+        Ok(())
     }
-    stack
-        .pop()
-        .map(|(fd, _)| fd)
-        .ok_or_else(|| io::ErrorKind::NotFound.into())
+
+    /// May the symlink `name` here, owned by `owner`, be followed? Not
+    /// when another user planted it ([`PlantedSymlink`]), nor past the
+    /// kernel's count of links in one walk (`ELOOP`). Counted.
+    fn judge(&mut self, name: &OsStr, owner: u32) -> io::Result<()> {
+        let dir = rustix::fs::fstat(&self.here)?;
+        if planted_by_another_user(dir.st_mode, dir.st_uid, owner) {
+            return Err(io::Error::other(PlantedSymlink {
+                link: self.shown.join(name),
+                owner,
+            }));
+        }
+        self.links += 1;
+        if self.links > MOST_LINKS {
+            return Err(Errno::LOOP.into());
+        }
+        Ok(())
+    }
+
+    /// Is the walk in `/proc`? Its links (`/proc/PID/root`,
+    /// `/proc/self/cwd`, `/proc/self/fd/N`) lead to what they stand for,
+    /// which their text may not name (another mount namespace, a removed
+    /// directory, a pipe): only the kernel can follow them, and no other
+    /// user can plant one there.
+    fn in_proc(&self) -> bool {
+        rustix::fs::fstatfs(&self.here).is_ok_and(|fs| fs.f_type == rustix::fs::PROC_SUPER_MAGIC)
+    }
+
+    /// The text of the symlink `name` here.
+    fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+        let target = rustix::fs::readlinkat(&self.here, name, Vec::new())?;
+        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+    }
+
+    fn step_shown(&mut self, step: &OsStr) {
+        let up = step == ".."
+            && matches!(
+                self.shown.components().next_back(),
+                Some(std::path::Component::Normal(_))
+            );
+        if up {
+            self.shown.pop();
+        } else {
+            self.shown.push(step);
+        }
+    }
+}
+
+/// The components of `path` to step through: names and `..` (`/` and `.`
+/// say nothing more).
+fn steps(path: &Path) -> Vec<OsString> {
+    path.components()
+        .filter_map(|component| match component {
+            std::path::Component::Normal(name) => Some(name.to_os_string()),
+            std::path::Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Is the opened file retry's own stdout or stderr (a pipe reached through

@@ -657,3 +657,104 @@ fn a_static_glibc_build_stays_a_static_pie() {
     let said = build_script_says("fxsr,sse,sse2", "debug");
     assert!(said.contains("cargo:rustc-link-arg-bins=-no-pie"), "{said}");
 }
+
+/// `sleep 60` in a mount namespace of its own, where `dir/inner` is a
+/// tmpfs of its own: (the process, the path of `dir/inner` through its
+/// `/proc/PID/root`); `None` where no namespace can be made.
+fn process_in_own_mount_namespace(dir: &std::path::Path) -> Option<(std::process::Child, PathBuf)> {
+    let inner = dir.join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    let ready = dir.join("ready");
+    let script = format!(
+        "mount -t tmpfs retry-test '{inner}' && touch '{ready}' && exec sleep 60",
+        inner = inner.display(),
+        ready = ready.display()
+    );
+    let mut child = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !ready.exists() {
+        if std::time::Instant::now() > until || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let through =
+        PathBuf::from(format!("/proc/{}/root", child.id())).join(inner.strip_prefix("/").unwrap());
+    Some((child, through))
+}
+
+#[test]
+fn files_through_proc_pid_root_are_those_of_that_process() {
+    if skip_unless_root("files_through_proc_pid_root_are_those_of_that_process") {
+        return;
+    }
+    let dir = scratch();
+    let Some((mut sleeper, inner)) = process_in_own_mount_namespace(dir.path()) else {
+        eprintln!("skipped: no mount namespace (unshare)");
+        return;
+    };
+    let out = retry()
+        .args(["-n", "1", "--log-file"])
+        .arg(inner.join("job.log"))
+        .arg("--metrics-file")
+        .arg(inner.join("job.prom"))
+        .args(["--", "false"])
+        .output()
+        .unwrap();
+    let in_namespace = std::fs::read_dir(&inner)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect::<std::collections::BTreeSet<_>>();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // Before: /proc/PID/root was read as the text of the link ("/"), and
+    // both files went to the same path in retry's own mount namespace.
+    assert_eq!(
+        in_namespace,
+        ["job.log", "job.prom"].map(String::from).into(),
+        "{stderr}"
+    );
+    assert_eq!(listing(&dir.path().join("inner")), Vec::<String>::new());
+}
+
+#[test]
+fn relative_log_and_metrics_files_need_no_search_permission_above_the_working_directory() {
+    if skip_unless_root(
+        "relative_log_and_metrics_files_need_no_search_permission_above_the_working_directory",
+    ) {
+        return;
+    }
+    // A job started in a directory, then run as another user who may not
+    // search the directories above it.
+    let dir = scratch();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let Ok(out) = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .env("XDG_CONFIG_HOME", "/nonexistent/retry-test-config")
+        .args(["-n", "1", "--log-file", "job.log", "--metrics-file"])
+        .args(["job.prom", "-o", "job.out", "--", "false"])
+        .current_dir(&work)
+        .output()
+    else {
+        eprintln!("skipped: no setpriv (util-linux)");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: the path was walked from / through the working directory's
+    // name, and the walk was refused at the first directory nobody may
+    // search (EACCES; also for -o, which walked so before); open(2) starts
+    // from the working directory itself.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(listing(&work), ["job.log", "job.prom"]);
+}
