@@ -393,10 +393,11 @@ pub(crate) enum Unopened {
 /// `fs.protected_symlinks` would (not one owned by neither us nor the
 /// directory's owner in a sticky world-writable directory), also on
 /// machines where that protection is off: the directories on the way are
-/// walked as [`open_directory`] walks them, and a symlink at the end is
-/// judged before it is followed (where it points is then the kernel's to
-/// resolve, as for `/dev/stderr`). For paths others may have prepared:
-/// `--log-file`, the CI step files.
+/// walked as [`open_directory`] walks them; a symlink at the end is judged
+/// before it is followed, and where it leads is walked the same way (but
+/// for a link of `/proc`, as `/dev/stderr` leads to: the kernel follows
+/// those). For paths others may have prepared: `--log-file`, the CI step
+/// files.
 pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Unopened> {
     let Some((dir_path, name)) = split_file_path(path) else {
         return rustix::fs::open(path, flags, mode).map_err(Unopened::Failed);
@@ -407,33 +408,53 @@ pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<Own
     };
     let mut walk = Walk::start(dir_path).map_err(unopened)?;
     walk.down(dir_path).map_err(unopened)?;
-    let dir = walk.here.as_fd();
-    // First without following: a symlink planted after a check could not
-    // steer this open; one that is there is judged before it is followed.
-    // (A symlink there makes that open fail: ELOOP, or EACCES when it is
-    // another user's in a sticky directory.)
-    let refused = match rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, mode) {
-        Ok(fd) => return Ok(fd),
-        Err(err) => err,
-    };
-    let link = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat)
-            if rustix::fs::FileType::from_raw_mode(stat.st_mode)
-                == rustix::fs::FileType::Symlink =>
-        {
-            stat
+    let mut name = name.to_os_string();
+    loop {
+        // First without following: a symlink planted after a check could
+        // not steer this open; one that is there is judged before it is
+        // followed. (A symlink there makes that open fail: ELOOP, or EACCES
+        // when it is another user's in a sticky directory.)
+        let refused = match rustix::fs::openat(&walk.here, &name, flags | OFlags::NOFOLLOW, mode) {
+            Ok(fd) => return Ok(fd),
+            Err(err) => err,
+        };
+        let link = match rustix::fs::statat(&walk.here, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat)
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    == rustix::fs::FileType::Symlink =>
+            {
+                stat
+            }
+            _ => return Err(Unopened::Failed(refused)),
+        };
+        if let Err(err) = walk.judge(&name, link.st_uid) {
+            return Err(match planted_symlink(&err) {
+                Some(_) => Unopened::Untrusted(anyhow::anyhow!(
+                    "a symlink owned by another user (uid {}) in the sticky world-writable directory {}: not followed",
+                    link.st_uid,
+                    walk.shown().display()
+                )),
+                None => unopened(err),
+            });
         }
-        _ => return Err(Unopened::Failed(refused)),
-    };
-    let dir_stat = rustix::fs::fstat(dir).map_err(Unopened::Failed)?;
-    if planted_by_another_user(dir_stat.st_mode, dir_stat.st_uid, link.st_uid) {
-        return Err(Unopened::Untrusted(anyhow::anyhow!(
-            "a symlink owned by another user (uid {}) in the sticky world-writable directory {}: not followed",
-            link.st_uid,
-            walk.shown().display()
-        )));
+        if walk.in_proc() {
+            return rustix::fs::openat(&walk.here, &name, flags, mode).map_err(Unopened::Failed);
+        }
+        // Where it leads: walked from the symlink's directory, as the
+        // kernel would (and from `/` when it is absolute).
+        let target = walk.read_link(&name).map_err(unopened)?;
+        if target.is_absolute() {
+            walk.restart_at_root().map_err(unopened)?;
+        }
+        let Some((dir_path, next)) = split_file_path(&target) else {
+            // No file's name (`/`, `..`, `DIR/`): a directory, which
+            // open(2) refuses to write to as it would have.
+            walk.down(&target).map_err(unopened)?;
+            return rustix::fs::openat(&walk.here, ".", flags, mode).map_err(Unopened::Failed);
+        };
+        walk.down(dir_path).map_err(unopened)?;
+        name = next.to_os_string();
     }
-    rustix::fs::openat(dir, name, flags, mode).map_err(Unopened::Failed)
 }
 
 /// The directory a file path names a file in (`.` for a bare name), and

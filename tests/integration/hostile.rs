@@ -1307,3 +1307,38 @@ fn a_hook_that_ignores_sigterm_past_max_time_ends_the_run_and_says_so() {
     );
     assert!(none_left(&mark, Duration::from_secs(5)));
 }
+
+#[test]
+fn step_files_through_our_symlink_into_another_users_are_not_written() {
+    if skip_unless_root("step_files_through_our_symlink_into_another_users_are_not_written") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    let victim = dir.path().join("etc");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("summary"), "root's\n").unwrap();
+    let runner = shared.join("runner");
+    std::os::unix::fs::symlink(&victim, &runner).unwrap();
+    give_to_nobody(&runner);
+    // The step file is our own symlink; where it points, on the way, is
+    // another user's.
+    let summary = dir.path().join("summary");
+    std::os::unix::fs::symlink(runner.join("summary"), &summary).unwrap();
+    let out = retry()
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .args(["-n", "1", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("summary")).unwrap(),
+        "root's\n"
+    );
+}

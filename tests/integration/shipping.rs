@@ -758,3 +758,63 @@ fn relative_log_and_metrics_files_need_no_search_permission_above_the_working_di
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(listing(&work), ["job.log", "job.prom"]);
 }
+
+#[test]
+fn a_log_file_symlink_of_ours_leading_through_a_planted_one_is_refused() {
+    if skip_unless_root("a_log_file_symlink_of_ours_leading_through_a_planted_one_is_refused") {
+        return;
+    }
+    let dir = scratch();
+    let (logs, victim) = planted_directory_link(dir.path(), "logs");
+    std::fs::write(victim.join("cron.log"), "root's\n").unwrap();
+    // Our own symlink, in our own directory: it is followed; but where it
+    // leads, the shared directory's `logs` is another user's.
+    let mine = dir.path().join("cron.log");
+    std::os::unix::fs::symlink(logs.join("cron.log"), &mine).unwrap();
+    let out = retry()
+        .args(["-n", "1", "--log-file"])
+        .arg(&mine)
+        .args(["--", "false"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: the symlink at the end was judged, then the kernel followed
+    // it and, with fs.protected_symlinks=0, the planted one on its way too.
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("cron.log")).unwrap(),
+        "root's\n"
+    );
+
+    // Ours all the way (also when it leads through /proc, as /dev/stderr
+    // does): followed.
+    let target = dir.path().join("real.log");
+    let chain = dir.path().join("chain.log");
+    std::os::unix::fs::symlink("sub/../real.log", &chain).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let stderr_link = dir.path().join("stderr");
+    std::os::unix::fs::symlink("/dev/stderr", &stderr_link).unwrap();
+    retry()
+        .args(["-n", "1", "--log-file"])
+        .arg(&chain)
+        .args(["--", "false"])
+        .assert()
+        .code(1)
+        .stderr("");
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .contains("retry: attempt 1/1 failed")
+    );
+    retry()
+        .args(["-n", "1", "--log-file"])
+        .arg(&stderr_link)
+        .args(["--", "false"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("retry: attempt 1/1 failed"));
+}
