@@ -459,9 +459,11 @@ pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<Own
 
 /// The directory a file path names a file in (`.` for a bare name), and
 /// the file's name; `None` for a path that names no file (`/`, `..`, a
-/// trailing slash).
+/// trailing slash, a trailing `/.`, which `Path::file_name` would read as
+/// the name before it: `FILE/.` is no file).
 pub(crate) fn split_file_path(path: &Path) -> Option<(&Path, &OsStr)> {
-    if path.as_os_str().as_bytes().ends_with(b"/") {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
         return None;
     }
     let name = path.file_name()?;

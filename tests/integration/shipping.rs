@@ -818,3 +818,35 @@ fn a_log_file_symlink_of_ours_leading_through_a_planted_one_is_refused() {
         .code(1)
         .stderr(predicate::str::contains("retry: attempt 1/1 failed"));
 }
+
+#[test]
+fn a_file_path_ending_in_a_dot_names_a_directory() {
+    let dir = scratch();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "mine\n").unwrap();
+    let dotted = dir.path().join("file/.");
+    let out = retry()
+        .args(["-n", "1", "--log-file"])
+        .arg(&dotted)
+        .args(["--", "false"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: "file/." was taken for "file" and the log appended to it;
+    // open(2) says that a file is no directory.
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("Not a directory"), "{stderr}");
+    let out = with_metrics(&dotted, 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("--metrics-file"), "{stderr}");
+    // -o took it for "file" too (before d596c22 as well).
+    retry()
+        .arg("-o")
+        .arg(&dotted)
+        .args(["--", "echo", "new"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("not a file name"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
+}
