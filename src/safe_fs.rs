@@ -354,10 +354,12 @@ fn random_name(prefix: &str) -> String {
 /// A symlink at the path is followed, except where the kernel's
 /// `fs.protected_symlinks` would refuse it (a symlink owned by neither us
 /// nor the directory's owner, in a sticky world-writable directory), also
-/// on machines where that protection is off. A FIFO is refused (it could
-/// block retry, or stand for nobody's reader), unless it is retry's own
-/// stdout or stderr (`/dev/stderr` on a pipe); a regular file or a
-/// character device (`/dev/null`, a terminal) is fine.
+/// on machines where that protection is off; a regular file so owned there
+/// is not opened either, as `fs.protected_regular` would refuse it
+/// ([`open_trusted`]). A FIFO is refused (it could block retry, or stand
+/// for nobody's reader), unless it is retry's own stdout or stderr
+/// (`/dev/stderr` on a pipe); a regular file or a character device
+/// (`/dev/null`, a terminal) is fine.
 pub(crate) fn open_append_log(path: &Path) -> Result<File> {
     let flags =
         OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NONBLOCK;
@@ -415,7 +417,7 @@ pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<Own
         // followed. (A symlink there makes that open fail: ELOOP, or EACCES
         // when it is another user's in a sticky directory.)
         let refused = match rustix::fs::openat(&walk.here, &name, flags | OFlags::NOFOLLOW, mode) {
-            Ok(fd) => return Ok(fd),
+            Ok(fd) => return not_planted(&walk, fd, flags),
             Err(err) => err,
         };
         let link = match rustix::fs::statat(&walk.here, &name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -455,6 +457,30 @@ pub(crate) fn open_trusted(path: &Path, flags: OFlags, mode: Mode) -> Result<Own
         walk.down(dir_path).map_err(unopened)?;
         name = next.to_os_string();
     }
+}
+
+/// `fd`, opened with `flags` in the directory `walk` is at, unless it
+/// was opened to be created (`O_CREAT`) and is a regular file another user
+/// made in a sticky world-writable directory, which the kernel's
+/// `fs.protected_regular` refuses to open so (also where that is off): a
+/// log a root job appends to must not be one another user made to read it.
+fn not_planted(walk: &Walk, fd: OwnedFd, flags: OFlags) -> Result<OwnedFd, Unopened> {
+    if !flags.contains(OFlags::CREATE) {
+        return Ok(fd);
+    }
+    let file = rustix::fs::fstat(&fd).map_err(Unopened::Failed)?;
+    if rustix::fs::FileType::from_raw_mode(file.st_mode) != rustix::fs::FileType::RegularFile {
+        return Ok(fd);
+    }
+    let dir = rustix::fs::fstat(&walk.here).map_err(Unopened::Failed)?;
+    if planted_by_another_user(dir.st_mode, dir.st_uid, file.st_uid) {
+        return Err(Unopened::Untrusted(anyhow::anyhow!(
+            "a file owned by another user (uid {}) in the sticky world-writable directory {}: not written (as fs.protected_regular would refuse to open it)",
+            file.st_uid,
+            walk.shown().display()
+        )));
+    }
+    Ok(fd)
 }
 
 /// The directory a file path names a file in (`.` for a bare name), and

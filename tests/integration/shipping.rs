@@ -850,3 +850,58 @@ fn a_file_path_ending_in_a_dot_names_a_directory() {
         .stderr(predicate::str::contains("not a file name"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine\n");
 }
+
+#[test]
+fn a_log_file_another_user_made_in_a_sticky_directory_is_not_written() {
+    if skip_unless_root("a_log_file_another_user_made_in_a_sticky_directory_is_not_written") {
+        return;
+    }
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "shared");
+    // Made before the job's first run by another user, who can read it.
+    let log = shared.join("cron.log");
+    std::fs::write(&log, "").unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
+    give_to_nobody(&log);
+    let marker = dir.path().join("ran");
+    let out = retry()
+        .args(["-v", "--log-file"])
+        .arg(&log)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: root's messages, the command lines under -v among them, were
+    // appended to it (fs.protected_regular=0, as here; the kernel's rule
+    // refuses that O_CREAT open where it is on).
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--log-file {}", log.display()))
+            && stderr.contains("a file owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+
+    // The kernel's rule: another user's file in a directory that is not
+    // sticky and shared is appended to, as is ours in the shared one.
+    let private = dir.path().join("private.log");
+    std::fs::write(&private, "").unwrap();
+    give_to_nobody(&private);
+    let ours = shared.join("ours.log");
+    for path in [&private, &ours] {
+        retry()
+            .args(["-n", "1", "--log-file"])
+            .arg(path)
+            .args(["--", "false"])
+            .assert()
+            .code(1)
+            .stderr("");
+        assert!(
+            std::fs::read_to_string(path)
+                .unwrap()
+                .contains("retry: attempt 1/1 failed")
+        );
+    }
+}
