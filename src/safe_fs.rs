@@ -9,8 +9,10 @@
 //! - what retry replaces is replaced only when nothing or a regular file
 //!   stands there, through a new file whose mode is set on its descriptor;
 //! - a symlink in a sticky world-writable directory is followed only as the
-//!   kernel's `fs.protected_symlinks` would;
-//! - a run's private files live in a directory only its user can enter;
+//!   kernel's `fs.protected_symlinks` would, on the way to a file as at its
+//!   end (`walk`);
+//! - a run's private files live in a directory only its user can enter
+//!   (`private_dir`);
 //! - a file that replaces another is written unnamed (`O_TMPFILE`) and
 //!   named only to be renamed into place, so a death at any moment leaves
 //!   nothing behind ([`create_unnamed`], [`link_unnamed`]; where the file
@@ -21,8 +23,8 @@ use std::fs::{File, FileType};
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use rand::TryRng;
@@ -31,6 +33,13 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::fd::own_fd;
+
+mod private_dir;
+mod walk;
+
+pub(crate) use private_dir::{PrivateDir, temp_dir};
+use walk::Walk;
+pub(crate) use walk::{open_directory, planted_symlink};
 
 /// What stands at a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,157 +200,6 @@ pub(crate) fn create_new_in(
     Ok((file, name))
 }
 
-/// A directory only this user can enter (0700), in the temporary
-/// directory; removed with all it holds when dropped.
-pub(crate) struct PrivateDir(PathBuf);
-
-impl PrivateDir {
-    /// A new one, named `prefix` and random characters (as mkdtemp does),
-    /// in the first of [`runtime_bases`] that takes it.
-    pub(crate) fn new(prefix: &str) -> Result<PrivateDir> {
-        let mut failure = None;
-        for base in runtime_bases() {
-            match create_private_dir(&base, prefix) {
-                Ok(path) => return Ok(PrivateDir(path)),
-                Err(err) => failure = Some((base, err)),
-            }
-        }
-        let (base, err) = failure.expect("runtime_bases is never empty");
-        bail!("creating a private directory in {}: {err}", base.display())
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// Is the directory still there, and this user's? It can go while a
-    /// run goes on: systemd-logind removes a user's files in `/dev/shm`
-    /// (`RemoveIPC`) and their `$XDG_RUNTIME_DIR` when their last session
-    /// ends, also under a run from cron or a service; a cleaner sweeps
-    /// `/tmp`. Its name is then free, for another user too.
-    pub(crate) fn is_ours(&self) -> bool {
-        owned_by_us(&self.0, true)
-    }
-}
-
-/// Is what stands at `path` (not followed) this user's, and a directory
-/// when `dir`?
-fn owned_by_us(path: &Path, dir: bool) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|meta| {
-        meta.uid() == rustix::process::geteuid().as_raw() && (meta.is_dir() || !dir)
-    })
-}
-
-fn create_private_dir(base: &Path, prefix: &str) -> io::Result<PathBuf> {
-    let mut tries = 0;
-    loop {
-        let path = base.join(random_name(prefix));
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => return Ok(path),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists && tries < 100 => {
-                tries += 1;
-            }
-            Err(err) => return Err(err),
-        }
-    }
-}
-
-/// Where a run's private directory may go, best first: `$TMPDIR` when it
-/// is set (made absolute), as the user asked. Otherwise a file system in
-/// memory, so that a plain run writes nothing to disk (a directory made
-/// and removed on an ext4 `/tmp` cost a quarter of a millisecond of a
-/// 2 ms run: BENCHMARKS.md): `$XDG_RUNTIME_DIR` when it is what the XDG
-/// base directory specification says it must be (the user's own, 0700),
-/// then, for root only, `/dev/shm` when it is shared as `/tmp` is (sticky,
-/// root's), then `/tmp`. Only root's, because systemd-logind removes other
-/// users' files in `/dev/shm` when their last session ends (`RemoveIPC`,
-/// on by default; root and system users are spared), also under a run
-/// that goes on: the name of its directory, which anyone can list there,
-/// would then be free for another user to take while an attempt writes
-/// its hint ([`PrivateDir::is_ours`] catches it only between attempts).
-/// `$XDG_RUNTIME_DIR` can go the same way, but nobody else can make
-/// anything in it. A place that refuses the directory (full, read-only) passes
-/// the turn to the next; so does one in memory with less than
-/// [`MIN_ROOM`] free, which still takes the directory (an empty one needs
-/// no block) but not the hint written there.
-fn runtime_bases() -> Vec<PathBuf> {
-    if let Some(tmpdir) = tmpdir() {
-        return vec![absolute(tmpdir)];
-    }
-    let euid = rustix::process::geteuid().as_raw();
-    let mut bases = Vec::with_capacity(3);
-    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        let own_and_private = |meta: &std::fs::Metadata| {
-            meta.is_dir() && meta.uid() == euid && meta.mode() & 0o777 == 0o700
-        };
-        if runtime.is_absolute()
-            && std::fs::metadata(&runtime).is_ok_and(|m| own_and_private(&m))
-            && has_room(&runtime)
-        {
-            bases.push(runtime);
-        }
-    }
-    let shared_like_tmp = |meta: &std::fs::Metadata| {
-        meta.is_dir() && meta.uid() == 0 && meta.mode() & 0o1777 == 0o1777
-    };
-    let shm = Path::new("/dev/shm");
-    if euid == 0 && std::fs::metadata(shm).is_ok_and(|m| shared_like_tmp(&m)) && has_room(shm) {
-        bases.push(shm.to_path_buf());
-    }
-    bases.push(PathBuf::from("/tmp"));
-    bases
-}
-
-/// The least free space a file system in memory must have to hold a
-/// run's directory: a full `/dev/shm` (64 MiB in a container, and shared
-/// by every user) is common enough.
-const MIN_ROOM: u64 = 1 << 20;
-
-/// Has the file system of `dir` at least [`MIN_ROOM`] free for this user?
-/// (A tmpfs without a size limit counts no blocks at all.)
-fn has_room(dir: &Path) -> bool {
-    rustix::fs::statvfs(dir).is_ok_and(|stat| {
-        stat.f_blocks == 0 || stat.f_bavail.saturating_mul(stat.f_frsize) >= MIN_ROOM
-    })
-}
-
-/// Where the spools go: `$TMPDIR`, else `/tmp`.
-pub(crate) fn temp_dir() -> PathBuf {
-    tmpdir().unwrap_or_else(|| PathBuf::from("/tmp"))
-}
-
-/// `$TMPDIR` when it is set and not empty (an empty variable counts as
-/// unset, as everywhere in retry; std's `temp_dir` would take it for the
-/// current directory).
-fn tmpdir() -> Option<PathBuf> {
-    std::env::var_os("TMPDIR")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-}
-
-/// A relative path made absolute against the current directory (else
-/// /tmp), so paths handed to children hold wherever they run.
-fn absolute(path: PathBuf) -> PathBuf {
-    if path.is_absolute() {
-        return path;
-    }
-    std::env::current_dir().map_or_else(|_| PathBuf::from("/tmp"), |cwd| cwd.join(path))
-}
-
-impl Drop for PrivateDir {
-    fn drop(&mut self) {
-        // Usually empty by now (the hint file is removed after each
-        // attempt): one rmdir. Otherwise the walk, which does not follow
-        // symlinks: a child that replaced the directory with a link loses
-        // the link, nothing else (rmdir refuses a link: ENOTDIR). What
-        // another user put there, after the directory was removed under the
-        // run, is left alone.
-        if std::fs::remove_dir(&self.0).is_err() && owned_by_us(&self.0, false) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 fn random_name(prefix: &str) -> String {
     // From the kernel directly: rand's thread-local generator would be set
     // up for this one draw on every run (BENCHMARKS.md).
@@ -500,12 +358,6 @@ pub(crate) fn split_file_path(path: &Path) -> Option<(&Path, &OsStr)> {
     Some((dir, name))
 }
 
-/// The planted symlink that stopped an [`open_directory`] walk, if that is
-/// what `err` is.
-pub(crate) fn planted_symlink(err: &io::Error) -> Option<&PlantedSymlink> {
-    err.get_ref()?.downcast_ref::<PlantedSymlink>()
-}
-
 fn open_error(path: &Path, err: Errno) -> anyhow::Error {
     if err == Errno::NXIO && matches!(std::fs::metadata(path), Ok(m) if m.file_type().is_fifo()) {
         anyhow::anyhow!("a FIFO stands there (with no reader), not a regular file")
@@ -525,188 +377,6 @@ pub(crate) fn planted_by_another_user(dir_mode: u32, dir_owner: u32, owner: u32)
     dir_mode & 0o1002 == 0o1002
         && owner != rustix::process::geteuid().as_raw()
         && owner != dir_owner
-}
-
-/// A symlink on the way to a directory that another user planted: not
-/// followed (see [`open_directory`]).
-#[derive(Debug)]
-pub(crate) struct PlantedSymlink {
-    link: PathBuf,
-    owner: u32,
-}
-
-impl std::fmt::Display for PlantedSymlink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} is a symlink owned by another user (uid {}) in a sticky world-writable directory: not followed",
-            self.link.display(),
-            self.owner
-        )
-    }
-}
-
-impl std::error::Error for PlantedSymlink {}
-
-/// Symlinks followed in one walk before giving up (the kernel's limit).
-const MOST_LINKS: usize = 40;
-
-/// Open the directory `path` (`O_PATH`) one component at a time, following
-/// a symlink anywhere on the way only where the kernel's
-/// `fs.protected_symlinks` would: not one that another user planted in a
-/// sticky world-writable directory ([`planted_by_another_user`]), also on
-/// machines where that protection is off. What is checked is what is
-/// opened: each step is opened relative to the one before, with
-/// `O_NOFOLLOW`. For a directory a file is then written into by a job that
-/// may run as root (`-o FILE`): `/tmp/reports` made a symlink to `/etc`
-/// must not steer it.
-///
-/// Otherwise as `open(2)` resolves `path`: a relative one from the working
-/// directory itself (not from its name, which may lead through directories
-/// this user may not search), `..` to the parent of where the walk is, and a
-/// link of `/proc` (`/proc/PID/root`, `/proc/self/cwd`, `/proc/self/fd/N`)
-/// to what it stands for, which its text may not name (another mount
-/// namespace, a removed directory): the kernel follows those.
-pub(crate) fn open_directory(path: &Path) -> io::Result<OwnedFd> {
-    let mut walk = Walk::start(path)?;
-    walk.down(path)?;
-    Ok(walk.here)
-}
-
-/// A walk of [`open_directory`]: where it is, and how many symlinks it
-/// followed on the way.
-struct Walk {
-    /// The directory reached (`O_PATH`).
-    here: OwnedFd,
-    /// Its path, for messages: as written, with links' text put in place.
-    shown: PathBuf,
-    links: usize,
-}
-
-const OPEN_PATH: OFlags = OFlags::PATH
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
-
-impl Walk {
-    /// At `/` for an absolute `path`, else at the working directory.
-    fn start(path: &Path) -> io::Result<Walk> {
-        let (here, shown) = if path.is_absolute() {
-            (rustix::fs::open("/", OPEN_PATH, Mode::empty())?, "/")
-        } else {
-            let cwd = rustix::fs::CWD;
-            (rustix::fs::openat(cwd, ".", OPEN_PATH, Mode::empty())?, "")
-        };
-        Ok(Walk {
-            here,
-            shown: PathBuf::from(shown),
-            links: 0,
-        })
-    }
-
-    /// Where the walk is, for messages.
-    fn shown(&self) -> &Path {
-        if self.shown.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            &self.shown
-        }
-    }
-
-    /// Back at `/`, for an absolute symlink.
-    fn restart_at_root(&mut self) -> io::Result<()> {
-        self.here = rustix::fs::open("/", OPEN_PATH, Mode::empty())?;
-        self.shown = PathBuf::from("/");
-        Ok(())
-    }
-
-    /// Go down the directories of `path` from here (where [`Walk::start`]
-    /// or an absolute symlink put the walk).
-    fn down(&mut self, path: &Path) -> io::Result<()> {
-        let mut pending: std::collections::VecDeque<OsString> = steps(path).into();
-        while let Some(step) = pending.pop_front() {
-            let stat = rustix::fs::statat(&self.here, &step, AtFlags::SYMLINK_NOFOLLOW)?;
-            if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Symlink {
-                self.here = rustix::fs::openat(&self.here, &step, OPEN_PATH, Mode::empty())?;
-                self.step_shown(&step);
-                continue;
-            }
-            self.judge(&step, stat.st_uid)?;
-            if self.in_proc() {
-                // One of /proc's: the kernel takes the walk where it leads.
-                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-                self.here = rustix::fs::openat(&self.here, &step, flags, Mode::empty())?;
-                self.step_shown(&step);
-                continue;
-            }
-            let target = self.read_link(&step)?;
-            if target.is_absolute() {
-                self.restart_at_root()?;
-            }
-            for (at, next) in steps(&target).into_iter().enumerate() {
-                pending.insert(at, next);
-            }
-        }
-        Ok(())
-    }
-
-    /// May the symlink `name` here, owned by `owner`, be followed? Not
-    /// when another user planted it ([`PlantedSymlink`]), nor past the
-    /// kernel's count of links in one walk (`ELOOP`). Counted.
-    fn judge(&mut self, name: &OsStr, owner: u32) -> io::Result<()> {
-        let dir = rustix::fs::fstat(&self.here)?;
-        if planted_by_another_user(dir.st_mode, dir.st_uid, owner) {
-            return Err(io::Error::other(PlantedSymlink {
-                link: self.shown.join(name),
-                owner,
-            }));
-        }
-        self.links += 1;
-        if self.links > MOST_LINKS {
-            return Err(Errno::LOOP.into());
-        }
-        Ok(())
-    }
-
-    /// Is the walk in `/proc`? Its links (`/proc/PID/root`,
-    /// `/proc/self/cwd`, `/proc/self/fd/N`) lead to what they stand for,
-    /// which their text may not name (another mount namespace, a removed
-    /// directory, a pipe): only the kernel can follow them, and no other
-    /// user can plant one there.
-    fn in_proc(&self) -> bool {
-        rustix::fs::fstatfs(&self.here).is_ok_and(|fs| fs.f_type == rustix::fs::PROC_SUPER_MAGIC)
-    }
-
-    /// The text of the symlink `name` here.
-    fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
-        let target = rustix::fs::readlinkat(&self.here, name, Vec::new())?;
-        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
-    }
-
-    fn step_shown(&mut self, step: &OsStr) {
-        let up = step == ".."
-            && matches!(
-                self.shown.components().next_back(),
-                Some(std::path::Component::Normal(_))
-            );
-        if up {
-            self.shown.pop();
-        } else {
-            self.shown.push(step);
-        }
-    }
-}
-
-/// The components of `path` to step through: names and `..` (`/` and `.`
-/// say nothing more).
-fn steps(path: &Path) -> Vec<OsString> {
-    path.components()
-        .filter_map(|component| match component {
-            std::path::Component::Normal(name) => Some(name.to_os_string()),
-            std::path::Component::ParentDir => Some(OsString::from("..")),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Is the opened file retry's own stdout or stderr (a pipe reached through
@@ -795,6 +465,7 @@ pub(crate) fn link_unnamed(
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::path::PathBuf;
 
     /// The directory an `O_PATH` descriptor stands for.
     fn path_of(fd: &OwnedFd) -> PathBuf {
