@@ -469,6 +469,24 @@ fn the_metrics_mode_is_set_on_the_descriptor_not_through_a_swapped_symlink() {
     assert_eq!(std::fs::metadata(&victim).unwrap().mode() & 0o7777, 0o600);
 }
 
+/// `retry ARGS --log-file LOG -- touch DIR/ran`, which must be refused before
+/// anything runs: exit 125, and the command did not run. Returns the stderr.
+fn refused_log_file(dir: &std::path::Path, args: &[&str], log: &std::path::Path) -> String {
+    let marker = dir.join("ran");
+    let out = retry()
+        .args(args)
+        .arg("--log-file")
+        .arg(log)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(!marker.exists(), "the command ran: {stderr}");
+    stderr
+}
+
 #[test]
 fn a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused() {
     if skip_unless_root("a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused") {
@@ -481,22 +499,12 @@ fn a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused() {
     let log = shared.join("retry.log");
     std::os::unix::fs::symlink(&target, &log).unwrap();
     give_to_nobody(&log);
-    let marker = dir.path().join("ran");
-    let out = retry()
-        .arg("--log-file")
-        .arg(&log)
-        .args(["--", "touch"])
-        .arg(&marker)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    let stderr = refused_log_file(dir.path(), &[], &log);
     assert!(
         stderr.contains(&format!("--log-file {}", log.display()))
             && stderr.contains("a symlink owned by another user (uid 65534)"),
         "{stderr}"
     );
-    assert!(!marker.exists(), "the command ran");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "");
 
     // The kernel's rule, not a ban on symlinks: ours, or one in a directory
@@ -544,23 +552,13 @@ fn a_log_file_through_another_users_directory_symlink_is_refused() {
     }
     let dir = scratch();
     let (logs, victim) = planted_directory_link(dir.path(), "logs");
-    let marker = dir.path().join("ran");
-    let out = retry()
-        .arg("--log-file")
-        .arg(logs.join("cron.log"))
-        .args(["--", "touch"])
-        .arg(&marker)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
     // Before: the walk stopped only at a symlink in the last component, and
     // root's log went into etc/ (on a machine with fs.protected_symlinks=0).
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    let stderr = refused_log_file(dir.path(), &[], &logs.join("cron.log"));
     assert!(
         stderr.contains("is a symlink owned by another user (uid 65534)"),
         "{stderr}"
     );
-    assert!(!marker.exists(), "the command ran");
     assert!(!victim.join("cron.log").exists());
 }
 
@@ -586,22 +584,12 @@ fn a_log_file_that_is_a_fifo_is_refused_without_waiting() {
     let dir = scratch();
     let fifo = dir.path().join("log");
     mkfifo(&fifo);
-    let marker = dir.path().join("ran");
     let started = std::time::Instant::now();
-    let out = retry()
-        .arg("--log-file")
-        .arg(&fifo)
-        .args(["--", "touch"])
-        .arg(&marker)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    let stderr = refused_log_file(dir.path(), &[], &fifo);
     assert!(
         stderr.contains(&format!("--log-file {}", fifo.display())) && stderr.contains("a FIFO"),
         "{stderr}"
     );
-    assert!(!marker.exists());
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 
     // retry's own stderr through /dev/stderr is fine, pipe or not.
@@ -863,25 +851,15 @@ fn a_log_file_another_user_made_in_a_sticky_directory_is_not_written() {
     std::fs::write(&log, "").unwrap();
     std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
     give_to_nobody(&log);
-    let marker = dir.path().join("ran");
-    let out = retry()
-        .args(["-v", "--log-file"])
-        .arg(&log)
-        .args(["--", "touch"])
-        .arg(&marker)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
     // Before: root's messages, the command lines under -v among them, were
     // appended to it (fs.protected_regular=0, as here; the kernel's rule
     // refuses that O_CREAT open where it is on).
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    let stderr = refused_log_file(dir.path(), &["-v"], &log);
     assert!(
         stderr.contains(&format!("--log-file {}", log.display()))
             && stderr.contains("a file owned by another user (uid 65534)"),
         "{stderr}"
     );
-    assert!(!marker.exists(), "the command ran");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
 
     // The kernel's rule: another user's file in a directory that is not
