@@ -55,6 +55,19 @@ pub(crate) fn give_to_nobody(path: &Path) {
     assert_eq!(std::fs::symlink_metadata(path).unwrap().uid(), 65534);
 }
 
+/// A sticky shared directory in which another user (nobody) made `name` a
+/// symlink to a directory of root's own: what a root job must not write
+/// into. Returns (the symlink, the victim directory).
+pub(crate) fn planted_directory_link(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let shared = sticky_dir(dir, "shared");
+    let victim = dir.join("etc");
+    std::fs::create_dir(&victim).unwrap();
+    let link = shared.join(name);
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    give_to_nobody(&link);
+    (link, victim)
+}
+
 /// `retry -n 2 -d 1ms -- sh -c BODY` under a time limit: output and time.
 fn two_attempts(body: &str) -> (std::process::Output, Duration) {
     let started = Instant::now();
@@ -1202,13 +1215,8 @@ fn step_files_through_another_users_directory_symlink_are_not_written() {
         return;
     }
     let dir = scratch();
-    let shared = sticky_dir(dir.path(), "shared");
-    let victim = dir.path().join("etc");
-    std::fs::create_dir(&victim).unwrap();
+    let (runner, victim) = planted_directory_link(dir.path(), "runner");
     std::fs::write(victim.join("output"), "root's\n").unwrap();
-    let runner = shared.join("runner");
-    std::os::unix::fs::symlink(&victim, &runner).unwrap();
-    give_to_nobody(&runner);
     let out = retry()
         .env("GITHUB_OUTPUT", runner.join("output"))
         .args(["-n", "1", "--", "true"])
@@ -1234,15 +1242,11 @@ fn output_through_another_users_directory_symlink_is_refused() {
         return;
     }
     let dir = scratch();
-    let shared = sticky_dir(dir.path(), "shared");
-    // What root's job must never replace: a file in a directory of its own.
-    let victim = dir.path().join("etc");
-    std::fs::create_dir(&victim).unwrap();
+    // Another user makes /tmp/shared/reports before root's job does, a link
+    // to what root's job must never replace: a file in a directory of its own.
+    let (reports, victim) = planted_directory_link(dir.path(), "reports");
     std::fs::write(victim.join("passwd"), "precious\n").unwrap();
-    // Another user makes /tmp/shared/reports before root's job does.
-    let reports = shared.join("reports");
-    std::os::unix::fs::symlink(&victim, &reports).unwrap();
-    give_to_nobody(&reports);
+    let shared = reports.parent().unwrap();
     let ran = dir.path().join("ran");
     let out = retry()
         .arg("-o")
@@ -1314,13 +1318,8 @@ fn step_files_through_our_symlink_into_another_users_are_not_written() {
         return;
     }
     let dir = scratch();
-    let shared = sticky_dir(dir.path(), "shared");
-    let victim = dir.path().join("etc");
-    std::fs::create_dir(&victim).unwrap();
+    let (runner, victim) = planted_directory_link(dir.path(), "runner");
     std::fs::write(victim.join("summary"), "root's\n").unwrap();
-    let runner = shared.join("runner");
-    std::os::unix::fs::symlink(&victim, &runner).unwrap();
-    give_to_nobody(&runner);
     // The step file is our own symlink; where it points, on the way, is
     // another user's.
     let summary = dir.path().join("summary");

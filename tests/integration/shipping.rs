@@ -7,7 +7,9 @@ use std::process::Stdio;
 
 use predicates::prelude::*;
 
-use crate::hostile::{give_to_nobody, mkfifo, skip_unless_root, sticky_dir};
+use crate::hostile::{
+    give_to_nobody, mkfifo, planted_directory_link, skip_unless_root, sticky_dir,
+};
 use crate::util::*;
 
 const GENERATED: &[(&str, &str)] = &[
@@ -530,19 +532,6 @@ fn a_log_file_symlink_of_another_user_in_a_sticky_directory_is_refused() {
             .count(),
         2
     );
-}
-
-/// A sticky shared directory in which another user (nobody) made `name` a
-/// symlink to a directory of root's own: what a root job must not write
-/// into. Returns (the symlink, the victim directory).
-fn planted_directory_link(dir: &std::path::Path, name: &str) -> (PathBuf, PathBuf) {
-    let shared = sticky_dir(dir, "shared");
-    let victim = dir.join("etc");
-    std::fs::create_dir(&victim).unwrap();
-    let link = shared.join(name);
-    std::os::unix::fs::symlink(&victim, &link).unwrap();
-    give_to_nobody(&link);
-    (link, victim)
 }
 
 #[test]
