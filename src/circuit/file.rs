@@ -31,6 +31,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -230,7 +231,15 @@ impl FileStore {
                 Ok(Err(err)) => {
                     return Err(err).with_context(|| format!("locking {}", path.display()));
                 }
-                Err(_) => {}
+                Err(RecvTimeoutError::Timeout) => {}
+                // The waiter is gone without an answer: no lock will come,
+                // and waiting on would only spin until the deadline.
+                Err(RecvTimeoutError::Disconnected) => {
+                    bail!(
+                        "locking {}: the wait for the lock ended without it",
+                        path.display()
+                    );
+                }
             }
             if patience.interrupted() {
                 return Err(Interrupted.into());
