@@ -3,7 +3,7 @@
 //! header in its output. This module owns the hint file (its place, its
 //! reading, its removal) and both parsers.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::safe_fs::{self, Kind, PrivateDir, Unreadable};
@@ -26,10 +26,10 @@ const MAX_QUOTED_CHARS: usize = 60;
 
 /// The hint file of a run, `DIR/hint` in a directory of the run's own (0700,
 /// in `$TMPDIR`, else in memory: `safe_fs::PrivateDir`): no other user can
-/// see its name, plant a FIFO or a symlink there, or write a hint. The directory and whatever is
-/// in it go when the run ends, however it ends (short of SIGKILL).
+/// see its name, plant a FIFO or a symlink there, or write a hint. The
+/// directory and whatever is in it go when the run ends, however it ends
+/// (short of SIGKILL).
 pub(crate) struct HintFile {
-    path: PathBuf,
     dir: PrivateDir,
 }
 
@@ -37,10 +37,8 @@ impl HintFile {
     /// The hint file of a new run. Creating its directory can fail (an
     /// unusable `$TMPDIR`): that is retry's own failure at set-up.
     pub(crate) fn for_run() -> anyhow::Result<HintFile> {
-        let dir = PrivateDir::new("retry-")?;
         Ok(HintFile {
-            path: dir.path().join("hint"),
-            dir,
+            dir: PrivateDir::new("retry-")?,
         })
     }
 
@@ -58,14 +56,13 @@ impl HintFile {
                 self.dir.path().display()
             )
         })?;
-        self.path = dir.path().join("hint");
         // The old one is dropped: removed only if it is still this user's.
         self.dir = dir;
         Ok(())
     }
 
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
+    pub(crate) fn path(&self) -> PathBuf {
+        self.dir.path().join("hint")
     }
 
     /// Read the attempt's hint and remove the file, so the next attempt
@@ -80,7 +77,8 @@ impl HintFile {
                 self.dir.path().display()
             ));
         }
-        let read = safe_fs::read_small_regular(&self.path, MAX_HINT_BYTES);
+        let path = self.path();
+        let read = safe_fs::read_small_regular(&path, MAX_HINT_BYTES);
         // Nothing there (most attempts): nothing to remove either.
         if !matches!(read, Ok(None)) {
             self.remove();
@@ -101,10 +99,11 @@ impl HintFile {
 
     /// Whatever the attempt left at the hint's path.
     fn remove(&self) {
-        if let Ok(Some(Kind::Directory)) = safe_fs::kind_at(&self.path) {
-            let _ = std::fs::remove_dir_all(&self.path);
+        let path = self.path();
+        if let Ok(Some(Kind::Directory)) = safe_fs::kind_at(&path) {
+            let _ = std::fs::remove_dir_all(&path);
         } else {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_file(&path);
         }
     }
 }

@@ -654,6 +654,6 @@ fn child_env(
             "RETRY_PREVIOUS_EXIT",
             previous.map(|c| c.to_string()).unwrap_or_default().into(),
         ),
-        ("RETRY_HINT_FILE", hint.path().as_os_str().to_owned()),
+        ("RETRY_HINT_FILE", hint.path().into_os_string()),
     ]
 }
