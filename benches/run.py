@@ -363,7 +363,10 @@ def bench_peers(report, runs, attempts=50, compare=()):
         return f"**{name}**" if name == "retry" else name
 
     baseline = "timeout 10 /bin/true"
-    samples = rounds({baseline: ["timeout", "10", "/bin/true"], "retry --version": [RETRY, "--version"], **one}, runs)
+    # Each tool's start-up alone (`--version`: parse the command line, print,
+    # exit) in the same rounds, to split one attempt into start-up and run.
+    startup = {f"{name} --version": [binary, "--version"] for name, (_, binary, _, env) in tools.items() if name in one and env is None}
+    samples = rounds({baseline: ["timeout", "10", "/bin/true"], **startup, **one}, runs)
     one_run = Paired(samples, baseline)
     rss = {name: max(peak_rss(*variant) for _ in range(3)) for name, variant in one.items()}
     rss[baseline] = max(peak_rss(["timeout", "10", "/bin/true"]) for _ in range(3))
@@ -371,12 +374,23 @@ def bench_peers(report, runs, attempts=50, compare=()):
         "| one successful attempt | version | command | median wall | / timeout (p25-p75) | CPU | / timeout | peak RSS |",
         "|---|---|---|---:|---:|---:|---:|---:|",
         f"| coreutils timeout | | `{baseline}` | {ms(one_run.wall(baseline))} | 1.00x | {ms(one_run.cpu(baseline))} | 1.00x | {mib(rss[baseline])} |",
-        f"| retry, start-up only | {versions['retry']} | `retry --version` | {ms(one_run.wall('retry --version'))} | {one_run.ratio_text('retry --version')} | {ms(one_run.cpu('retry --version'))} | {one_run.cpu_ratio('retry --version')} | |",
     ]
     for name in sorted(one, key=lambda n: one_run.ratio(n)[0]):
         rows.append(
             f"| {tool(name)} | {versions[name]} | {shown(one[name])} | {ms(one_run.wall(name))} | {one_run.ratio_text(name)} "
             f"| {ms(one_run.cpu(name))} | {one_run.cpu_ratio(name)} | {mib(rss[name])} |"
+        )
+
+    rows += [
+        "",
+        "| start-up and run | start-up: `--version` | / timeout (p25-p75) | one attempt minus start-up |",
+        "|---|---:|---:|---:|",
+    ]
+    for name in sorted((n for n in one if f"{n} --version" in startup), key=lambda n: one_run.wall(f"{n} --version")):
+        version = f"{name} --version"
+        rows.append(
+            f"| {tool(name)} | {ms(one_run.wall(version))} | {one_run.ratio_text(version)} "
+            f"| {ms(one_run.wall(name) - one_run.wall(version))} |"
         )
 
     loop = f"for i in $(seq {attempts}); do /bin/false && break; done"
@@ -401,6 +415,7 @@ def bench_peers(report, runs, attempts=50, compare=()):
         "- wall: median over the rounds; ratio: the median of the round-by-round ratios to the baseline of the same round, with their quartiles (p25-p75) for the spread",
         "- CPU: user + system time of the whole process tree (wait4), median; it does not count waiting (for the disk, for a core another process holds), so it moves less on a busy machine",
         "- peak RSS: the largest of three runs under GNU time (`/usr/bin/time -f %M`)",
+        "- start-up: each tool's `--version` (load, parse the command line, print, exit), in the same rounds as one attempt; the run is the difference of the two medians (spawning, waiting, ending)",
         "- peers installed by `benches/run.py` under target/peers (`cargo install --locked --root`; `apt-get download retry` and `dpkg-deb -x`), nothing on the system",
     ]
     if disk:
