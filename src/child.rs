@@ -83,15 +83,6 @@ impl Ending {
         }
     }
 
-    /// The number a shell would show for the child: its code, or 128+N.
-    pub(crate) fn shell_status(&self) -> i32 {
-        match &self.process {
-            ProcessEnd::Exited(code) => *code,
-            ProcessEnd::Signaled(signal) => 128 + signal,
-            ProcessEnd::NotStarted { status, .. } => i32::from(*status),
-        }
-    }
-
     /// The exit code, when the process exited (or could not start).
     pub(crate) fn exit_code(&self) -> Option<i32> {
         match &self.process {

@@ -90,7 +90,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_PREVIOUS_EXIT",
-        "Given to the child: the previous attempt's exit status (128+N for a signal), empty on the first attempt.",
+        "Given to the child: the previous attempt's exit status as retry reports it (128+N for a signal; 124 when it timed out, 137 when it then had to be killed), empty on the first attempt.",
     ),
     (
         "RETRY_HINT_FILE",

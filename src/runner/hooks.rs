@@ -32,7 +32,7 @@ impl Run<'_> {
             next,
             config.attempts,
             &self.id,
-            Some(previous.shell_status()),
+            Some(previous.exit_status().as_number()),
             &self.hint,
         )
         .into_iter()

@@ -231,7 +231,7 @@ impl<'a> Run<'a> {
             let attempt = *attempts;
             let judged = self.attempt(attempt, previous_exit, signals, reporter)?;
             let ending = &judged.outcome.ending;
-            previous_exit = Some(ending.shell_status());
+            previous_exit = Some(ending.exit_status().as_number());
             self.reset_after(&judged, &mut backoff);
             let proposed = self.proposed_sleep(&judged, &mut backoff, reporter);
             let step = decision::next_step(

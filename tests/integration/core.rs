@@ -168,6 +168,45 @@ fn every_duration_form_is_accepted() {
 }
 
 #[test]
+fn after_a_timed_out_attempt_the_previous_exit_is_124_as_reported() {
+    // The attempt died of the SIGTERM its timeout sent (143 to a shell), but
+    // retry reports it as "timed out (exit 124)": the variable says the same,
+    // for the next attempt and for --on-retry.
+    let dir = scratch();
+    let log = dir.path().join("env.log");
+    let body = format!(
+        "echo \"attempt $RETRY_ATTEMPT prev=[$RETRY_PREVIOUS_EXIT]\" >> '{log}'; [ $RETRY_ATTEMPT -ge 2 ] || exec sleep 5",
+        log = log.display()
+    );
+    let hook = format!(
+        "echo \"hook prev=[$RETRY_PREVIOUS_EXIT]\" >> '{}'",
+        log.display()
+    );
+    retry()
+        .args([
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "-T",
+            "200ms",
+            "--on-retry",
+            &hook,
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text,
+        "attempt 1 prev=[]\nhook prev=[124]\nattempt 2 prev=[124]\n"
+    );
+}
+
+#[test]
 fn the_child_gets_its_attempt_number_limit_run_id_and_previous_exit() {
     let dir = scratch();
     let log = dir.path().join("env.log");
