@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-/// Longest duration accepted anywhere (~100 years). Longer values are usage
+/// Longest duration accepted anywhere: 100 years as humantime counts them
+/// (365.25 days), so `100y` itself is accepted. Longer values are usage
 /// errors rather than silently saturated, so a typo never means "forever".
-pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 31_557_600);
 
 /// Human form of a duration: `734ms`, `4.2s`, `2m 5s`.
 pub fn human(duration: Duration) -> String {
@@ -332,6 +333,20 @@ fn parse_code(text: &str) -> Result<u8, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_limit_is_a_hundred_years_as_written() {
+        for accepted in ["100y", "36525d", "876600h"] {
+            assert_eq!(parse_duration(accepted), Ok(MAX_DURATION), "{accepted}");
+        }
+        for refused in ["101y", "36526d", "100y 1s"] {
+            assert_eq!(
+                parse_duration(refused),
+                Err("too long (the limit is 100 years)".to_string()),
+                "{refused}"
+            );
+        }
+    }
 
     #[test]
     fn ratios_and_rates() {
