@@ -110,7 +110,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_STATE_DIR",
-        "Where circuits (--circuit) and budgets (--budget) are kept when neither --state-dir nor a Redis URL is given; when it is unset or empty, $XDG_STATE_HOME/retry, else $HOME/.local/state/retry, else the same under the password entry's home, else /tmp/retry-state-UID.",
+        "Where circuits (--circuit) and budgets (--budget) are kept when neither --state-dir nor a Redis URL is given; when it is unset or empty, $XDG_STATE_HOME/retry, else $HOME/.local/state/retry, else the same under the password entry's home, else /tmp/retry-state-UID. A home counts when it is an absolute path to an existing directory that can hold the state directory: a missing or relative one is skipped, never created.",
     ),
     (
         "RETRY_STATE_URL",

@@ -46,6 +46,9 @@ pub(crate) struct CircuitConfig {
 /// `env -i`: no variables at all) the same under the home directory of the
 /// user's password entry, else `/tmp/retry-state-UID` (a directory of ours,
 /// 0700, checked like any other: one planted by another user is refused).
+/// A home counts only when it can hold the directory (see
+/// [`state_dir_in_home`]): `HOME=/nonexistent`, a service account's, is
+/// never created, and the run still gets a working store.
 pub(crate) fn default_state_dir() -> PathBuf {
     let nonempty = |key: &str| {
         std::env::var_os(key)
@@ -59,11 +62,39 @@ pub(crate) fn default_state_dir() -> PathBuf {
     if let Some(dir) = nonempty("XDG_STATE_HOME").filter(|dir| dir.is_absolute()) {
         return dir.join("retry");
     }
-    if let Some(home) = nonempty("HOME").or_else(password_home) {
-        return home.join(".local/state/retry");
+    if let Some(dir) = nonempty("HOME")
+        .and_then(state_dir_in_home)
+        .or_else(|| password_home().and_then(state_dir_in_home))
+    {
+        return dir;
     }
     let uid = rustix::process::getuid().as_raw();
     PathBuf::from(format!("/tmp/retry-state-{uid}"))
+}
+
+/// `HOME/.local/state/retry`, when `home` is an absolute path to an
+/// existing directory and the state directory is there already or can be
+/// made (the deepest part of its path that exists is writable to us).
+/// Otherwise `None`: a relative `HOME` would put state wherever the job
+/// happens to run, and a missing one must not be created (as root, retry
+/// would make `/nonexistent`, which Debian's `nobody` relies on not
+/// existing); an unwritable one would fail every run.
+fn state_dir_in_home(home: PathBuf) -> Option<PathBuf> {
+    if !home.is_absolute() || !home.is_dir() {
+        return None;
+    }
+    let dir = home.join(".local/state/retry");
+    let mut existing = dir.as_path();
+    while std::fs::symlink_metadata(existing).is_err() {
+        existing = existing.parent()?;
+    }
+    let usable = existing == dir
+        || rustix::fs::access(
+            existing,
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+        )
+        .is_ok();
+    usable.then_some(dir)
 }
 
 /// The home directory in the password database for our user id.

@@ -251,3 +251,53 @@ fn a_relative_xdg_state_home_is_ignored_as_the_spec_says() {
     let expected = home.path().join(".local/state/retry/xdg.json");
     assert!(text.contains(&expected.display().to_string()), "{text}");
 }
+
+#[test]
+fn a_missing_or_relative_home_is_never_created() {
+    // As root, HOME=/nonexistent used to make /nonexistent (Debian's
+    // `nobody` relies on it not existing), and HOME=relh made ./relh.
+    let work = scratch();
+    let missing = work.path().join("missing/deeper");
+    let name = format!("homeless-{}", std::process::id());
+    for home in [missing.as_os_str(), std::ffi::OsStr::new("relh")] {
+        let out = retry()
+            .current_dir(work.path())
+            .env("HOME", home)
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("RETRY_STATE_DIR")
+            .args(["--circuit", &name, "--circuit-status"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert!(!work.path().join("missing").exists());
+    assert!(!work.path().join("relh").exists());
+    // The state went to the password entry's home: leave it as it was.
+    if let Some(home) = std::env::var_os("HOME") {
+        let dir = std::path::Path::new(&home).join(".local/state/retry");
+        for ending in ["json", "lock"] {
+            let _ = std::fs::remove_file(dir.join(format!("{name}.{ending}")));
+        }
+    }
+}
+
+#[test]
+fn a_service_account_whose_home_does_not_exist_keeps_its_circuit_in_tmp() {
+    // nobody's home is /nonexistent: every run warned "creating the state
+    // directory /nonexistent: Permission denied" and ran without a circuit.
+    let name = format!("service-{}", std::process::id());
+    let Ok(out) = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["env", "-i", "PATH=/usr/bin:/bin", BIN, "--circuit", &name, "--circuit-status"])
+        .output()
+    else {
+        eprintln!("skipped: no setpriv (util-linux)");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let file = format!("/tmp/retry-state-65534/{name}.json");
+    assert!(stdout.contains(&file), "{stdout}");
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(format!("/tmp/retry-state-65534/{name}.lock"));
+}
