@@ -31,6 +31,11 @@ const MAX_QUOTED_CHARS: usize = 60;
 /// (short of SIGKILL).
 pub(crate) struct HintFile {
     dir: PrivateDir,
+    /// What an attempt left at the hint's path could not be removed (a
+    /// directory tree deeper than the descriptors `remove_dir_all` may
+    /// open, say): the next attempt gets a new directory, so its hint is
+    /// neither refused nor mistaken for the old one.
+    left_behind: bool,
 }
 
 impl HintFile {
@@ -39,6 +44,7 @@ impl HintFile {
     pub(crate) fn for_run() -> anyhow::Result<HintFile> {
         Ok(HintFile {
             dir: PrivateDir::new("retry-")?,
+            left_behind: false,
         })
     }
 
@@ -47,7 +53,7 @@ impl HintFile {
     /// written where another user took its name. `Err` says why none could
     /// be made (the attempt then gets the old path).
     pub(crate) fn prepare(&mut self) -> Result<(), String> {
-        if self.dir.is_ours() {
+        if self.dir.is_ours() && !self.left_behind {
             return Ok(());
         }
         let dir = PrivateDir::new("retry-").map_err(|err| {
@@ -58,6 +64,7 @@ impl HintFile {
         })?;
         // The old one is dropped: removed only if it is still this user's.
         self.dir = dir;
+        self.left_behind = false;
         Ok(())
     }
 
@@ -69,7 +76,7 @@ impl HintFile {
     /// starts without one. A word that is not a hint, or something that is
     /// not a small regular file (a FIFO, a symlink, a device: never opened
     /// for reading, so nothing blocks), is an error message, of one line.
-    pub(crate) fn take(&self) -> Result<Option<Hint>, String> {
+    pub(crate) fn take(&mut self) -> Result<Option<Hint>, String> {
         if !self.dir.is_ours() {
             // Whatever stands at its path now is not the run's: not read.
             return Err(format!(
@@ -81,14 +88,20 @@ impl HintFile {
         let read = safe_fs::read_small_regular(&path, MAX_HINT_BYTES);
         // Nothing there (most attempts): nothing to remove either.
         if !matches!(read, Ok(None)) {
-            self.remove();
+            self.left_behind = self.remove().is_err();
         }
+        let left_behind = if self.left_behind {
+            "; it could not be removed, so the next attempt gets a new directory"
+        } else {
+            ""
+        };
         match read {
             Ok(None) => Ok(None),
             Ok(Some(bytes)) => parse_hint(&String::from_utf8_lossy(&bytes)),
-            Err(Unreadable::NotRegular(kind)) => {
-                Err(format!("hint file is {}, ignored", kind.described()))
-            }
+            Err(Unreadable::NotRegular(kind)) => Err(format!(
+                "hint file is {}, ignored{left_behind}",
+                kind.described()
+            )),
             Err(Unreadable::TooLong) => Err(format!(
                 "hint file is too long (more than {} KiB), ignored",
                 MAX_HINT_BYTES / 1024
@@ -98,12 +111,12 @@ impl HintFile {
     }
 
     /// Whatever the attempt left at the hint's path.
-    fn remove(&self) {
+    fn remove(&self) -> std::io::Result<()> {
         let path = self.path();
         if let Ok(Some(Kind::Directory)) = safe_fs::kind_at(&path) {
-            let _ = std::fs::remove_dir_all(&path);
+            std::fs::remove_dir_all(&path)
         } else {
-            let _ = std::fs::remove_file(&path);
+            std::fs::remove_file(&path)
         }
     }
 }
@@ -186,7 +199,7 @@ mod tests {
     #[test]
     fn the_hint_file_lives_in_a_private_directory_removed_at_the_end() {
         use std::os::unix::fs::MetadataExt;
-        let hint = HintFile::for_run().unwrap();
+        let mut hint = HintFile::for_run().unwrap();
         let dir = hint.path().parent().unwrap().to_path_buf();
         assert!(hint.path().is_absolute());
         assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);

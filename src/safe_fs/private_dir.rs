@@ -26,7 +26,10 @@ impl PrivateDir {
             }
         }
         let (base, err) = failure.expect("runtime_bases is never empty");
-        bail!("creating a private directory in {}: {err}", base.display())
+        // A stale TMPDIR (a removed session directory) is the usual cause:
+        // say where the place came from.
+        let from = if tmpdir().is_some() { " ($TMPDIR)" } else { "" };
+        bail!("creating a private directory in {}{from}: {err}", base.display())
     }
 
     pub(crate) fn path(&self) -> &Path {

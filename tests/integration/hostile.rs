@@ -100,6 +100,43 @@ fn a_fifo_for_a_hint_gets_a_warning_not_a_hang() {
 }
 
 #[test]
+fn a_hint_tree_too_deep_to_remove_does_not_cost_the_next_attempt_its_hint() {
+    // Removing a directory tree takes a descriptor per level: 200 levels
+    // under a limit of 64 cannot be removed. The next attempt's
+    // `permanent` must still be read (it was refused: "Is a directory").
+    let body = "if [ $RETRY_ATTEMPT = 1 ]; then \
+        mkdir \"$RETRY_HINT_FILE\" && cd \"$RETRY_HINT_FILE\" || exit 99; \
+        i=0; while [ $i -lt 200 ]; do mkdir a && cd a || exit 98; i=$((i+1)); done; exit 1; \
+      else echo permanent > \"$RETRY_HINT_FILE\"; exit 7; fi";
+    let tmp = scratch();
+    let out = std::process::Command::new("sh")
+        .env("TMPDIR", tmp.path())
+        .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\"", BIN])
+        .args([
+            "-n",
+            "3",
+            "-d",
+            "1ms",
+            "--max-time",
+            "30s",
+            "--",
+            "sh",
+            "-c",
+            body,
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    assert!(
+        stderr.contains("hint file is a directory, ignored; it could not be removed, so the next attempt gets a new directory"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("attempt 3/3"), "{stderr}");
+}
+
+#[test]
 fn a_hint_linked_to_a_device_gets_a_warning() {
     let (out, took) = two_attempts("ln -s /dev/zero \"$RETRY_HINT_FILE\"; exit 1");
     let stderr = String::from_utf8_lossy(&out.stderr);
