@@ -29,7 +29,10 @@ impl PrivateDir {
         // A stale TMPDIR (a removed session directory) is the usual cause:
         // say where the place came from.
         let from = if tmpdir().is_some() { " ($TMPDIR)" } else { "" };
-        bail!("creating a private directory in {}{from}: {err}", base.display())
+        bail!(
+            "creating a private directory in {}{from}: {err}",
+            base.display()
+        )
     }
 
     pub(crate) fn path(&self) -> &Path {

@@ -288,7 +288,15 @@ fn a_service_account_whose_home_does_not_exist_keeps_its_circuit_in_tmp() {
     let name = format!("service-{}", std::process::id());
     let Ok(out) = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(["env", "-i", "PATH=/usr/bin:/bin", BIN, "--circuit", &name, "--circuit-status"])
+        .args([
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            BIN,
+            "--circuit",
+            &name,
+            "--circuit-status",
+        ])
         .output()
     else {
         eprintln!("skipped: no setpriv (util-linux)");
