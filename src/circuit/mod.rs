@@ -12,7 +12,7 @@ pub(crate) mod file;
 pub(crate) mod redis;
 pub(crate) mod store;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
@@ -63,8 +63,8 @@ pub(crate) fn default_state_dir() -> PathBuf {
         return dir.join("retry");
     }
     if let Some(dir) = nonempty("HOME")
-        .and_then(state_dir_in_home)
-        .or_else(|| password_home().and_then(state_dir_in_home))
+        .and_then(|home| state_dir_in_home(&home))
+        .or_else(|| password_home().and_then(|home| state_dir_in_home(&home)))
     {
         return dir;
     }
@@ -79,7 +79,7 @@ pub(crate) fn default_state_dir() -> PathBuf {
 /// happens to run, and a missing one must not be created (as root, retry
 /// would make `/nonexistent`, which Debian's `nobody` relies on not
 /// existing); an unwritable one would fail every run.
-fn state_dir_in_home(home: PathBuf) -> Option<PathBuf> {
+fn state_dir_in_home(home: &Path) -> Option<PathBuf> {
     if !home.is_absolute() || !home.is_dir() {
         return None;
     }
