@@ -11,9 +11,11 @@
 //! attempt. In the foreground of a terminal the child stays in our group, as
 //! with `timeout --foreground`: it can read the terminal, and the terminal's
 //! Ctrl-C and Ctrl-Z reach it and us at once (so we do not forward a signal
-//! the terminal already delivered to it).
+//! the terminal already delivered to it). There, termination goes to each
+//! process the attempt started (`tree`), as no group id names them.
 
 mod spawn;
+mod tree;
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -162,6 +164,9 @@ pub(crate) struct Running {
     pid: Pid,
     own_group: bool,
     reaped: bool,
+    /// In the shared-group mode, the child's start time, read the first
+    /// time its processes are looked for (see `tree`).
+    start: Option<u64>,
 }
 
 /// Start the command (see `spawn` for how): a script without `#!` runs
@@ -191,6 +196,7 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
             pid,
             own_group: launch.own_group,
             reaped: false,
+            start: None,
         }),
         Err(err) => Err(not_started(program, &err)),
     }
@@ -250,19 +256,34 @@ fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
 
 impl Running {
     /// Send `signal` to the attempt: its pid and, in group mode, its whole
-    /// group; then SIGCONT, so a stopped child can act on it. Only called
-    /// before the child is reaped.
-    fn send(&self, signal: i32) {
+    /// group, else each process it started (`tree`); then SIGCONT, so a
+    /// stopped child can act on it. Only called before the child is reaped.
+    fn send(&mut self, signal: i32) {
         let Some(sig) = Signal::from_named_raw(signal) else {
             return;
         };
         let _ = rustix::process::kill_process(self.pid, sig);
         if self.own_group {
             let _ = rustix::process::kill_process_group(self.pid, sig);
+        } else {
+            for member in self.shared_leftovers() {
+                tree::signal(member, sig);
+            }
         }
         if signal != libc::SIGKILL && signal != libc::SIGCONT {
             self.send(libc::SIGCONT);
         }
+    }
+
+    /// In the shared-group mode, what the attempt started and still runs.
+    fn shared_leftovers(&mut self) -> Vec<tree::Member> {
+        if self.start.is_none() {
+            self.start = tree::start_of(self.pid);
+        }
+        let child = (!self.reaped).then_some(self.pid);
+        self.start
+            .map(|start| tree::leftovers(child, start))
+            .unwrap_or_default()
     }
 
     /// How the child ended, if it has. Looks without reaping, so its pid
@@ -339,16 +360,29 @@ impl Running {
         };
 
         let succeeded = process == ProcessEnd::Exited(0) && !timed_out;
-        let clean = self.own_group && !succeeded;
-        if clean {
+        let clean = !succeeded;
+        if clean && self.own_group {
             // The leader is still an unreaped zombie, so its group id cannot
             // have been reused: signal the group before reaping.
             let _ = rustix::process::kill_process_group(self.pid, Signal::TERM);
             let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
         }
+        if clean && !self.own_group {
+            // Still unreaped: its start time can be read, and what it
+            // started found below it.
+            for member in self.shared_leftovers() {
+                tree::signal(member, Signal::TERM);
+                tree::signal(member, Signal::CONT);
+            }
+        }
         self.reap();
         if clean {
-            interrupted = interrupted.or(self.end_leftovers(events, kill_after));
+            let leftovers_ended = if self.own_group {
+                self.end_leftovers(events, kill_after)
+            } else {
+                self.end_shared_leftovers(events, kill_after)
+            };
+            interrupted = interrupted.or(leftovers_ended);
         }
         reap_orphans();
         Ending {
@@ -383,6 +417,43 @@ impl Running {
             if !killed && now >= kill_at {
                 killed = true;
                 let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
+                continue;
+            }
+            let wake = if killed { give_up } else { kill_at };
+            let wait = wake
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(50));
+            if let Some(Event::Signal { signal, .. }) = events.next(Some(now + wait)) {
+                interrupted = interrupted.or(Some(signal));
+                kill_at = Instant::now();
+            }
+        }
+        interrupted
+    }
+}
+
+impl Running {
+    /// `end_leftovers` for the shared-group mode: the attempt's processes
+    /// (already sent SIGTERM and SIGCONT), found again at each look, get
+    /// SIGKILL after `kill_after`. Orphans are our children: their exits wake
+    /// us and are reaped here; the others are looked at every 50 ms.
+    fn end_shared_leftovers(&mut self, events: &mut Events, kill_after: Duration) -> Option<i32> {
+        let mut interrupted = None;
+        let mut kill_at = Instant::now() + kill_after;
+        let give_up = kill_at + Duration::from_secs(2);
+        let mut killed = false;
+        loop {
+            reap_orphans();
+            let left = self.shared_leftovers();
+            let now = Instant::now();
+            if left.is_empty() || now >= give_up {
+                break;
+            }
+            if !killed && now >= kill_at {
+                killed = true;
+                for member in left {
+                    tree::signal(member, Signal::KILL);
+                }
                 continue;
             }
             let wake = if killed { give_up } else { kill_at };

@@ -72,6 +72,82 @@ fn timed_out_attempts_leave_no_background_grandchildren() {
 }
 
 #[test]
+fn in_retrys_group_a_timed_out_attempt_leaves_nothing_running_either() {
+    // --foreground (a terminal's foreground): no group of its own to
+    // signal, so what the command started, in the foreground (the sleep
+    // sh waits for) or the background, is found and ended one by one.
+    let (a, b) = (marker(), marker());
+    let started = Instant::now();
+    retry()
+        .args([
+            "--foreground",
+            "-T",
+            "200ms",
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!("sleep {a} & sleep {b}; echo not-reached"))
+        .assert()
+        .code(124)
+        .stdout("");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert!(
+        none_left(&a, Duration::from_secs(1)) && none_left(&b, Duration::from_secs(1)),
+        "a sleep survived its attempt"
+    );
+}
+
+#[test]
+fn in_retrys_group_a_failed_attempts_leftovers_are_ended_but_a_successes_are_not() {
+    let dir = scratch();
+    let (failed, kept) = (marker(), marker());
+    // Attempt 1 fails leaving a sleep; attempt 2 counts it, then succeeds
+    // leaving another (a service it started): that one is kept. (Its
+    // output goes elsewhere: the test would wait for the pipe it holds.)
+    let body = format!(
+        "if [ $RETRY_ATTEMPT = 1 ]; then sleep {failed} & exit 1; fi; \
+         echo $(ps -eo args | grep -c '^sleep {failed}$') > '{seen}'; sleep {kept} >/dev/null 2>&1 & exit 0",
+        seen = dir.path().join("seen").display()
+    );
+    retry()
+        .args([
+            "--foreground",
+            "-n",
+            "2",
+            "-d",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .assert()
+        .success();
+    let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+    assert_eq!(
+        seen.trim(),
+        "0",
+        "the failed attempt's sleep was still running"
+    );
+    let service = processes_with(&kept);
+    for pid in &service {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
+    assert_eq!(
+        service.len(),
+        1,
+        "the successful attempt's service was ended"
+    );
+}
+
+#[test]
 fn what_a_failed_attempt_left_running_is_ended_before_the_next() {
     let dir = scratch();
     let marker = marker();

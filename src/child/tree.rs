@@ -1,0 +1,169 @@
+//! What an attempt started, when it shares retry's process group (a
+//! terminal's foreground, `--foreground`): no group id names its processes
+//! apart from retry and the caller's pipeline, so termination goes to each,
+//! found through `/proc`.
+//!
+//! An attempt's processes are the child, what descends from it, and the
+//! orphans it left: retry is a child subreaper, so a process whose parent
+//! died is reparented to retry. Among retry's own children those started no
+//! earlier than the child are the attempt's (a service an earlier,
+//! successful attempt left running started before it, and is spared).
+//!
+//! Processes are named by pid and start time, and signalled through a pidfd
+//! opened before the start time is checked again, so a pid reused meanwhile
+//! is never signalled. (Only `stat`'s parent and start time are read; a
+//! `/proc` crate would bring far more than these few lines.)
+
+use rustix::process::{Pid, PidfdFlags, Signal};
+
+/// A process of the attempt: its pid, and its start time (clock ticks after
+/// boot), which tell it from a later process given the same pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Member {
+    pid: i32,
+    start: u64,
+}
+
+/// One `/proc/PID/stat`: the fields we need.
+struct Stat {
+    pid: i32,
+    parent: i32,
+    start: u64,
+    zombie: bool,
+}
+
+fn stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses, so
+    // the fields are counted from the last `)`. The start time is field 22.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    Some(Stat {
+        pid,
+        parent: fields.get(1)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+        zombie: fields.first() == Some(&"Z"),
+    })
+}
+
+fn all_processes() -> Vec<Stat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter_map(stat)
+        .collect()
+}
+
+/// The start time of `child`, to find its processes by later (also once it
+/// has been reaped). `None` when `/proc` does not show it.
+pub(super) fn start_of(child: Pid) -> Option<u64> {
+    stat(child.as_raw_nonzero().get()).map(|stat| stat.start)
+}
+
+/// The attempt's processes still running, other than the child itself: its
+/// descendants, and retry's adopted children started no earlier than the
+/// child (`child_start`), with their descendants. `child` is `None` once it
+/// has been reaped (its pid may name another process by then; its children
+/// were reparented to retry when it exited).
+pub(super) fn leftovers(child: Option<Pid>, child_start: u64) -> Vec<Member> {
+    let us = rustix::process::getpid().as_raw_nonzero().get();
+    let child = child.map(|pid| pid.as_raw_nonzero().get());
+    let processes = all_processes();
+    let mut found: Vec<i32> = processes
+        .iter()
+        .filter(|p| {
+            Some(p.parent) == child
+                || (p.parent == us && Some(p.pid) != child && p.start >= child_start)
+        })
+        .map(|p| p.pid)
+        .collect();
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(
+            processes
+                .iter()
+                .filter(|p| p.parent == parent)
+                .map(|p| p.pid),
+        );
+        next += 1;
+    }
+    processes
+        .iter()
+        .filter(|p| !p.zombie && found.contains(&p.pid))
+        .map(|p| Member {
+            pid: p.pid,
+            start: p.start,
+        })
+        .collect()
+}
+
+/// Send `signal` to `member` if it is still the process it was.
+pub(super) fn signal(member: Member, signal: Signal) {
+    let Some(pid) = Pid::from_raw(member.pid) else {
+        return;
+    };
+    // The pidfd holds on to whichever process has the pid now; the start
+    // time, read after, says whether that is still ours.
+    let Ok(pidfd) = rustix::process::pidfd_open(pid, PidfdFlags::empty()) else {
+        return;
+    };
+    if stat(member.pid).is_some_and(|now| now.start == member.start) {
+        let _ = rustix::process::pidfd_send_signal(&pidfd, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shell_and_what_it_started_are_found_and_ended() {
+        // sh starts a sleep in the foreground, and one in the background.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30; wait"])
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32).unwrap();
+        let start = start_of(pid).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut found = leftovers(Some(pid), start);
+        while found.len() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            found = leftovers(Some(pid), start);
+        }
+        assert_eq!(found.len(), 2, "{found:?}");
+        for member in &found {
+            signal(*member, Signal::KILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !leftovers(Some(pid), start).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            found
+                .iter()
+                .all(|m| stat(m.pid).is_none_or(|s| s.start != m.start || s.zombie))
+        );
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_signalled() {
+        // A member whose start time no longer matches: the signal goes nowhere.
+        let us = rustix::process::getpid().as_raw_nonzero().get();
+        let ours = stat(us).unwrap();
+        signal(
+            Member {
+                pid: us,
+                start: ours.start + 1,
+            },
+            Signal::TERM,
+        );
+        // Still alive to assert it.
+        assert!(stat(us).is_some());
+    }
+}
