@@ -194,6 +194,16 @@ fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
 
 /// `Mode::Run`: the command behind its circuit, then the metrics.
 fn run_command(config: &Config, run_id: &str) -> ExitStatus {
+    if let Some((path, _)) = &config.metrics
+        && let Err(err) = metrics::check(path)
+    {
+        return fail(
+            &config.report,
+            run_id,
+            &format!("{err:#}"),
+            ExitStatus::USAGE,
+        );
+    }
     let mut reporter = match Reporter::new(&config.report, run_id) {
         Ok(reporter) => reporter,
         Err(err) => {

@@ -112,6 +112,10 @@ fn every_usage_error_is_125_names_the_flag_and_runs_nothing() {
         (&["--preset", "Bad!"], "--preset"),
         (&["--splay", "10s", "--max-time", "5s"], "--splay"),
         (&["--log-file", "/nonexistent/dir/log"], "--log-file"),
+        (
+            &["--metrics-file", "/nonexistent/dir/job.prom"],
+            "--metrics-file",
+        ),
     ];
     for (args, flag) in cases {
         retry()
