@@ -16,6 +16,7 @@ use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
 use crate::config::{Config, Mode};
 use crate::decision::RunOutcome;
+use crate::deliver::error_text;
 use crate::exit::ExitStatus;
 use crate::presets::{self, Sources};
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
@@ -70,10 +71,17 @@ fn early_report_settings(args: &[OsString]) -> ReportSettings {
     settings
 }
 
-/// Print `text` on stdout and end well.
-fn print(text: &[u8]) -> ExitStatus {
-    let _ = std::io::stdout().write_all(text);
-    ExitStatus::SUCCESS
+/// Print `text` on stdout and end well. Output that cannot be delivered is
+/// retry's own failure; a reader that went away (EPIPE: `| head -1`) is not.
+fn print(settings: &ReportSettings, run_id: &str, text: &[u8]) -> ExitStatus {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text).and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            let message = format!("writing to stdout: {}", error_text(&err));
+            fail(settings, run_id, &message, ExitStatus::RETRY_FAILED)
+        }
+        _ => ExitStatus::SUCCESS,
+    }
 }
 
 /// The whole program: parse, configure, run, and the exit status to end with.
@@ -87,7 +95,8 @@ pub fn run() -> ExitStatus {
                 ErrorKind::DisplayHelp
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    print(err.render().to_string().as_bytes())
+                    let settings = early_report_settings(&args);
+                    print(&settings, &run_id, err.render().to_string().as_bytes())
                 }
                 _ => {
                     let rendered = err.render().to_string();
@@ -111,7 +120,7 @@ pub fn run() -> ExitStatus {
             let kind = *kind;
             let mut out = Vec::new();
             match generate::generate(kind, Cli::command(), &mut out) {
-                Ok(()) => print(&out),
+                Ok(()) => print(settings, &run_id, &out),
                 Err(err) => fail(
                     settings,
                     &run_id,
@@ -120,9 +129,9 @@ pub fn run() -> ExitStatus {
                 ),
             }
         }
-        Mode::Explain => print(explain::render(&config).as_bytes()),
+        Mode::Explain => print(settings, &run_id, explain::render(&config).as_bytes()),
         Mode::CircuitStatus => match open_circuit(&config).and_then(|c| c.status()) {
-            Ok(text) => print(text.as_bytes()),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
                 &run_id,
@@ -131,7 +140,11 @@ pub fn run() -> ExitStatus {
             ),
         },
         Mode::CircuitReset => match open_circuit(&config).and_then(|c| c.reset().map(|_| c)) {
-            Ok(circuit) => print(format!("circuit {} reset: closed\n", circuit.name).as_bytes()),
+            Ok(circuit) => print(
+                settings,
+                &run_id,
+                format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
+            ),
             Err(err) => fail(
                 settings,
                 &run_id,
@@ -140,7 +153,7 @@ pub fn run() -> ExitStatus {
             ),
         },
         Mode::BudgetStatus => match open_budget(&config).and_then(|b| b.status()) {
-            Ok(text) => print(text.as_bytes()),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
                 &run_id,
@@ -155,7 +168,7 @@ pub fn run() -> ExitStatus {
                     text.push_str(&format!("warning: {warning}\n"));
                 }
                 text.push_str(&format!("retry budget {} reset: full\n", budget.name));
-                print(text.as_bytes())
+                print(settings, &run_id, text.as_bytes())
             }
             Err(err) => fail(
                 settings,
@@ -165,11 +178,11 @@ pub fn run() -> ExitStatus {
             ),
         },
         Mode::PresetList => match presets::list_text(&Sources::from_env()) {
-            Ok(text) => print(text.as_bytes()),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
         },
         Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env()) {
-            Ok(text) => print(text.as_bytes()),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
         },
         Mode::Run => run_command(&config, &run_id),
