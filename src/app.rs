@@ -37,6 +37,44 @@ fn fail(settings: &ReportSettings, run_id: &str, message: &str, status: ExitStat
     status
 }
 
+/// A usage error: nothing ran, and retry ends with 125. `terminal` is the
+/// message as a person at the terminal reads it, `logged` the same without
+/// what helps only there (clap's closing "For more information, try
+/// '--help'."), for a log file and JSON events. With `--log-file` the error
+/// goes there and to stderr as well, so that a mistyped flag in a CI step
+/// or a cron job shows where it was typed.
+fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str) -> ExitStatus {
+    let mut log_trouble = None;
+    if settings.log_file.is_some() {
+        match Reporter::new(settings, run_id) {
+            Ok(mut log) => log.error(logged),
+            Err(err) => log_trouble = Some(format!("{err:#}")),
+        }
+        // On GitHub the error's annotation went to stderr already.
+        if log_trouble.is_none() && settings.format == LogFormat::Github {
+            return ExitStatus::USAGE;
+        }
+    }
+    let on_stderr = ReportSettings {
+        verbosity: settings.verbosity,
+        format: settings.format,
+        log_file: None,
+        color: settings.color,
+        ci: CiSettings::default(),
+    };
+    if let Ok(mut reporter) = Reporter::new(&on_stderr, run_id) {
+        reporter.error(if settings.format == LogFormat::Json {
+            logged
+        } else {
+            terminal
+        });
+        if let Some(trouble) = log_trouble {
+            reporter.error(&trouble);
+        }
+    }
+    ExitStatus::USAGE
+}
+
 /// Where retry's own messages go, read from argv before it is parsed, so
 /// that a usage error too honours `--log-format` and `--log-file`. Only the
 /// options before `--` are looked at.
@@ -101,8 +139,12 @@ pub fn run() -> ExitStatus {
                 _ => {
                     let rendered = err.render().to_string();
                     let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+                    let text = text.trim_end();
+                    let logged = text
+                        .strip_suffix("For more information, try '--help'.")
+                        .map_or(text, str::trim_end);
                     let settings = early_report_settings(&args);
-                    fail(&settings, &run_id, text.trim_end(), ExitStatus::USAGE)
+                    refuse(&settings, &run_id, text, logged)
                 }
             };
         }
@@ -111,7 +153,7 @@ pub fn run() -> ExitStatus {
         Ok(config) => config,
         Err(err) => {
             let settings = early_report_settings(&args);
-            return fail(&settings, &run_id, &err.0, ExitStatus::USAGE);
+            return refuse(&settings, &run_id, &err.0, &err.0);
         }
     };
     let settings = &config.report;
@@ -179,11 +221,11 @@ pub fn run() -> ExitStatus {
         },
         Mode::PresetList => match presets::list_text(&Sources::from_env()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
-            Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
+            Err(err) => refuse(settings, &run_id, &err, &err),
         },
         Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
-            Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
+            Err(err) => refuse(settings, &run_id, &err, &err),
         },
         Mode::Run => run_command(&config, &run_id),
     }
@@ -210,12 +252,8 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     if let Some((path, _)) = &config.metrics
         && let Err(err) = metrics::check(path)
     {
-        return fail(
-            &config.report,
-            run_id,
-            &format!("{err:#}"),
-            ExitStatus::USAGE,
-        );
+        let message = format!("{err:#}");
+        return refuse(&config.report, run_id, &message, &message);
     }
     let mut reporter = match Reporter::new(&config.report, run_id) {
         Ok(reporter) => reporter,
