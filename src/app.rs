@@ -16,6 +16,7 @@ use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
 use crate::config::{Config, Mode};
 use crate::decision::RunOutcome;
+use crate::deliver::error_text;
 use crate::exit::ExitStatus;
 use crate::presets::{self, Sources};
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
@@ -34,6 +35,44 @@ fn fail(settings: &ReportSettings, run_id: &str, message: &str, status: ExitStat
         }
     }
     status
+}
+
+/// A usage error: nothing ran, and retry ends with 125. `terminal` is the
+/// message as a person at the terminal reads it, `logged` the same without
+/// what helps only there (clap's closing "For more information, try
+/// '--help'."), for a log file and JSON events. With `--log-file` the error
+/// goes there and to stderr as well, so that a mistyped flag in a CI step
+/// or a cron job shows where it was typed.
+fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str) -> ExitStatus {
+    let mut log_trouble = None;
+    if settings.log_file.is_some() {
+        match Reporter::new(settings, run_id) {
+            Ok(mut log) => log.error(logged),
+            Err(err) => log_trouble = Some(format!("{err:#}")),
+        }
+        // On GitHub the error's annotation went to stderr already.
+        if log_trouble.is_none() && settings.format == LogFormat::Github {
+            return ExitStatus::USAGE;
+        }
+    }
+    let on_stderr = ReportSettings {
+        verbosity: settings.verbosity,
+        format: settings.format,
+        log_file: None,
+        color: settings.color,
+        ci: CiSettings::default(),
+    };
+    if let Ok(mut reporter) = Reporter::new(&on_stderr, run_id) {
+        reporter.error(if settings.format == LogFormat::Json {
+            logged
+        } else {
+            terminal
+        });
+        if let Some(trouble) = log_trouble {
+            reporter.error(&trouble);
+        }
+    }
+    ExitStatus::USAGE
 }
 
 /// Where retry's own messages go, read from argv before it is parsed, so
@@ -70,10 +109,17 @@ fn early_report_settings(args: &[OsString]) -> ReportSettings {
     settings
 }
 
-/// Print `text` on stdout and end well.
-fn print(text: &[u8]) -> ExitStatus {
-    let _ = std::io::stdout().write_all(text);
-    ExitStatus::SUCCESS
+/// Print `text` on stdout and end well. Output that cannot be delivered is
+/// retry's own failure; a reader that went away (EPIPE: `| head -1`) is not.
+fn print(settings: &ReportSettings, run_id: &str, text: &[u8]) -> ExitStatus {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text).and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            let message = format!("writing to stdout: {}", error_text(&err));
+            fail(settings, run_id, &message, ExitStatus::RETRY_FAILED)
+        }
+        _ => ExitStatus::SUCCESS,
+    }
 }
 
 /// The whole program: parse, configure, run, and the exit status to end with.
@@ -87,13 +133,18 @@ pub fn run() -> ExitStatus {
                 ErrorKind::DisplayHelp
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    print(err.render().to_string().as_bytes())
+                    let settings = early_report_settings(&args);
+                    print(&settings, &run_id, err.render().to_string().as_bytes())
                 }
                 _ => {
                     let rendered = err.render().to_string();
                     let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+                    let text = text.trim_end();
+                    let logged = text
+                        .strip_suffix("For more information, try '--help'.")
+                        .map_or(text, str::trim_end);
                     let settings = early_report_settings(&args);
-                    fail(&settings, &run_id, text.trim_end(), ExitStatus::USAGE)
+                    refuse(&settings, &run_id, text, logged)
                 }
             };
         }
@@ -102,7 +153,7 @@ pub fn run() -> ExitStatus {
         Ok(config) => config,
         Err(err) => {
             let settings = early_report_settings(&args);
-            return fail(&settings, &run_id, &err.0, ExitStatus::USAGE);
+            return refuse(&settings, &run_id, &err.0, &err.0);
         }
     };
     let settings = &config.report;
@@ -111,7 +162,7 @@ pub fn run() -> ExitStatus {
             let kind = *kind;
             let mut out = Vec::new();
             match generate::generate(kind, Cli::command(), &mut out) {
-                Ok(()) => print(&out),
+                Ok(()) => print(settings, &run_id, &out),
                 Err(err) => fail(
                     settings,
                     &run_id,
@@ -120,9 +171,9 @@ pub fn run() -> ExitStatus {
                 ),
             }
         }
-        Mode::Explain => print(explain::render(&config).as_bytes()),
+        Mode::Explain => print(settings, &run_id, explain::render(&config).as_bytes()),
         Mode::CircuitStatus => match open_circuit(&config).and_then(|c| c.status()) {
-            Ok(text) => print(text.as_bytes()),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
                 &run_id,
@@ -131,7 +182,11 @@ pub fn run() -> ExitStatus {
             ),
         },
         Mode::CircuitReset => match open_circuit(&config).and_then(|c| c.reset().map(|_| c)) {
-            Ok(circuit) => print(format!("circuit {} reset: closed\n", circuit.name).as_bytes()),
+            Ok(circuit) => print(
+                settings,
+                &run_id,
+                format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
+            ),
             Err(err) => fail(
                 settings,
                 &run_id,
@@ -140,7 +195,7 @@ pub fn run() -> ExitStatus {
             ),
         },
         Mode::BudgetStatus => match open_budget(&config).and_then(|b| b.status()) {
-            Ok(text) => print(text.as_bytes()),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
                 &run_id,
@@ -155,7 +210,7 @@ pub fn run() -> ExitStatus {
                     text.push_str(&format!("warning: {warning}\n"));
                 }
                 text.push_str(&format!("retry budget {} reset: full\n", budget.name));
-                print(text.as_bytes())
+                print(settings, &run_id, text.as_bytes())
             }
             Err(err) => fail(
                 settings,
@@ -165,12 +220,12 @@ pub fn run() -> ExitStatus {
             ),
         },
         Mode::PresetList => match presets::list_text(&Sources::from_env()) {
-            Ok(text) => print(text.as_bytes()),
-            Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
+            Err(err) => refuse(settings, &run_id, &err, &err),
         },
         Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env()) {
-            Ok(text) => print(text.as_bytes()),
-            Err(err) => fail(settings, &run_id, &err, ExitStatus::USAGE),
+            Ok(text) => print(settings, &run_id, text.as_bytes()),
+            Err(err) => refuse(settings, &run_id, &err, &err),
         },
         Mode::Run => run_command(&config, &run_id),
     }
@@ -194,6 +249,12 @@ fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
 
 /// `Mode::Run`: the command behind its circuit, then the metrics.
 fn run_command(config: &Config, run_id: &str) -> ExitStatus {
+    if let Some((path, _)) = &config.metrics
+        && let Err(err) = metrics::check(path)
+    {
+        let message = format!("{err:#}");
+        return refuse(&config.report, run_id, &message, &message);
+    }
     let mut reporter = match Reporter::new(&config.report, run_id) {
         Ok(reporter) => reporter,
         Err(err) => {

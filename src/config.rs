@@ -304,14 +304,17 @@ impl Config {
         // RETRY_STATE_URL, which is read only when a circuit or a budget
         // needs a store.
         let needs_state = cli.circuit.is_some() || cli.budget.is_some();
+        // The error names where the URL came from (`--state-url` has no
+        // clap `env`: the variable is read here).
         let url = match (needs_state, &cli.state_url, &cli.state_dir) {
-            (true, Some(url), _) => Some(url.clone()),
-            (true, None, None) => state_url_from_env()?,
+            (true, Some(url), _) => Some((url.clone(), "--state-url")),
+            (true, None, None) => state_url_from_env()?.map(|url| (url, "RETRY_STATE_URL")),
             _ => None,
         };
-        if let Some(url) = &url {
-            crate::circuit::check_state_url(url).map_err(UsageError)?;
+        if let Some((url, origin)) = &url {
+            crate::circuit::check_state_url(url, origin).map_err(UsageError)?;
         }
+        let url = url.map(|(url, _)| url);
         let state = StateConfig {
             dir: cli.state_dir.clone(),
             url,

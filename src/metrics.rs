@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
+use rustix::io::Errno;
 
 use crate::decision::RunOutcome;
 use crate::runner::RunSummary;
@@ -84,6 +85,33 @@ pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> Str
     text
 }
 
+/// `--metrics-file PATH: cannot create a file in DIR: ERROR`.
+fn cannot_create(path: &Path, dir: &Path, err: &io::Error) -> anyhow::Error {
+    anyhow!(
+        "--metrics-file {}: cannot create a file in {}: {err}",
+        path.display(),
+        dir.display()
+    )
+}
+
+/// Before anything runs, as for `-o` and `--log-file`: a file can be made
+/// in the directory of `path`, so a mistyped path is a usage error, not
+/// news after the job. What stands at the name is judged by the write at
+/// the end (it may change meanwhile, and then the job's status stands).
+pub(crate) fn check(path: &Path) -> Result<()> {
+    let Some((dir_path, _)) = safe_fs::split_file_path(path) else {
+        bail!("--metrics-file {}: not a file name", path.display());
+    };
+    let dir =
+        safe_fs::open_directory(dir_path).map_err(|err| cannot_create(path, dir_path, &err))?;
+    // Unnamed, so nothing is left behind whenever retry dies; a file system
+    // without `O_TMPFILE` is left to the write at the end.
+    match safe_fs::create_unnamed(dir.as_fd(), 0o600) {
+        Ok(_) | Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => Ok(()),
+        Err(err) => Err(cannot_create(path, dir_path, &err.into())),
+    }
+}
+
 /// Replace `path` with `content` atomically, readable by a collector.
 ///
 /// Only nothing or a regular file is replaced: a symlink (which could steer
@@ -99,12 +127,7 @@ pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
     let Some((dir_path, name)) = safe_fs::split_file_path(path) else {
         bail!("--metrics-file {shown}: not a file name");
     };
-    let cannot_create = |err: io::Error| {
-        anyhow!(
-            "--metrics-file {shown}: cannot create a file in {}: {err}",
-            dir_path.display()
-        )
-    };
+    let cannot_create = |err: io::Error| cannot_create(path, dir_path, &err);
     // No symlink another user planted on the way is followed.
     let dir = safe_fs::open_directory(dir_path).map_err(cannot_create)?;
     safe_fs::check_replaceable(dir.as_fd(), name)

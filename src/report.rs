@@ -429,6 +429,17 @@ impl Reporter {
             Some(Ci::Gitlab) => escape_controls(message),
             None => message.to_string(),
         };
+        if matches!(self.sink, Sink::File(_)) {
+            // A log file has one `TIMESTAMP retry: ...` line per line, also
+            // of a message of several (clap's, a regex error's). Each line
+            // gets the prefix, rather than the message being joined into
+            // one, so the lines keep their columns: a regex error's caret
+            // stays under the character it points at.
+            for part in message.split('\n') {
+                self.write_line(format!("retry: {part}").trim_end());
+            }
+            return;
+        }
         let line = if self.color {
             format!("{style}retry:{style:#} {message}")
         } else {

@@ -139,9 +139,10 @@ pub(crate) fn open_store(state: &StateConfig, ttl: Duration) -> Result<Box<dyn S
 }
 
 /// A Redis URL the store could use: checked while the configuration is
-/// built, so a malformed one is a usage error before anything runs.
-pub(crate) fn check_state_url(url: &str) -> Result<(), String> {
-    redis::RedisStore::open(url, Duration::from_secs(1), Duration::from_secs(1))
+/// built, so a malformed one is a usage error before anything runs. The
+/// error names `origin`: `--state-url` or `RETRY_STATE_URL`.
+pub(crate) fn check_state_url(url: &str, origin: &str) -> Result<(), String> {
+    redis::parse_url(url, origin)
         .map(|_| ())
         .map_err(|err| format!("{err:#}"))
 }

@@ -72,16 +72,24 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// `url` as a Redis client; an error names `origin`, the flag or the
+/// environment variable the URL came from.
+pub(crate) fn parse_url(url: &str, origin: &str) -> Result<redis::Client> {
+    redis::Client::open(url).map_err(|err| {
+        anyhow::anyhow!(
+            "{origin} {}: not a usable Redis URL ({})",
+            redact(url),
+            one_line(&err.to_string())
+        )
+    })
+}
+
 impl RedisStore {
-    /// Parse the URL; connecting waits for the first update.
+    /// Parse the URL; connecting waits for the first update. (Its origin
+    /// was checked before: a malformed one never gets here from
+    /// `RETRY_STATE_URL`.)
     pub(crate) fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
-        let client = redis::Client::open(url).map_err(|err| {
-            anyhow::anyhow!(
-                "--state-url {}: not a usable Redis URL ({})",
-                redact(url),
-                one_line(&err.to_string())
-            )
-        })?;
+        let client = parse_url(url, "--state-url")?;
         Ok(RedisStore {
             info: client.get_connection_info().clone(),
             shown: redact(url),

@@ -112,6 +112,10 @@ fn every_usage_error_is_125_names_the_flag_and_runs_nothing() {
         (&["--preset", "Bad!"], "--preset"),
         (&["--splay", "10s", "--max-time", "5s"], "--splay"),
         (&["--log-file", "/nonexistent/dir/log"], "--log-file"),
+        (
+            &["--metrics-file", "/nonexistent/dir/job.prom"],
+            "--metrics-file",
+        ),
     ];
     for (args, flag) in cases {
         retry()
@@ -153,6 +157,44 @@ fn help_into_a_closed_pipe_does_not_panic() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+}
+
+#[test]
+fn main_output_that_cannot_be_written_is_retrys_own_failure() {
+    let dir = scratch();
+    let state = dir.path().to_str().unwrap();
+    let modes: &[&[&str]] = &[
+        &["--help"],
+        &["--version"],
+        &["--generate", "man"],
+        &["--explain", "--", "true"],
+        &["--preset", "list"],
+        &["--preset", "show", "curl"],
+        &["--circuit", "x", "--state-dir", state, "--circuit-status"],
+    ];
+    for args in modes {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = retry_std().args(*args).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Before: the write error was dropped, and retry exited 0.
+        assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr, "retry: error: writing to stdout: No space left on device (ENOSPC)\n",
+            "{args:?}"
+        );
+        // A reader that went away is no error: quiet, 0.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = retry_std().args(*args).stdout(writer).output().unwrap();
+        assert_eq!(
+            (out.status.code(), String::from_utf8_lossy(&out.stderr)),
+            (Some(0), "".into()),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

@@ -409,3 +409,90 @@ fn an_empty_or_odd_command_name_is_shown_visibly_on_one_line() {
         "{stderr}"
     );
 }
+
+/// `retry --log-file LOG ARGS -- true`, a usage error: its stderr.
+fn refused_with_log(log: &std::path::Path, args: &[&str]) -> String {
+    let out = retry()
+        .arg("--log-file")
+        .arg(log)
+        .args(args)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{args:?}");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn a_usage_error_shows_on_stderr_also_with_a_log_file() {
+    let dir = scratch();
+    let log = dir.path().join("retry.log");
+    // As without --log-file: clap's rendering, its tip included.
+    let stderr = refused_with_log(&log, &["-n", "0"]);
+    assert_eq!(
+        stderr,
+        "retry: error: invalid value '0' for '--attempts <N>': must be at least 1 (the first attempt counts)\n\nFor more information, try '--help'.\n"
+    );
+    let stderr = refused_with_log(&log, &["--retry-on-output", "("]);
+    assert!(
+        stderr.starts_with("retry: error: invalid value '('"),
+        "{stderr}"
+    );
+    // A configuration error too.
+    let stderr = refused_with_log(&log, &["--splay", "5s", "-t", "1s"]);
+    assert_eq!(
+        stderr,
+        "retry: error: --splay 5s must be shorter than --max-time 1s\n"
+    );
+    // And the log still has them.
+    let text = std::fs::read_to_string(&log).unwrap();
+    for first in ["invalid value '0'", "invalid value '('", "--splay 5s"] {
+        assert!(text.contains(&format!(" retry: error: {first}")), "{text}");
+    }
+}
+
+#[test]
+fn every_line_of_a_usage_error_in_a_log_file_is_prefixed_and_has_no_tip() {
+    let dir = scratch();
+    let log = dir.path().join("retry.log");
+    refused_with_log(&log, &["-n", "0"]);
+    refused_with_log(&log, &["--retry-on-output", "("]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| {
+            let rest = line.split_once(' ').and_then(|(stamp, rest)| {
+                (stamp.ends_with('Z') && stamp.len() == 24)
+                    .then_some(rest)?
+                    .strip_prefix("retry:")
+            });
+            rest.unwrap_or_else(|| panic!("not `TIMESTAMP retry: ...`: {line:?} in\n{text}"))
+        })
+        .collect();
+    assert!(!text.contains("For more information"), "{text}");
+    assert_eq!(
+        lines[0],
+        " error: invalid value '0' for '--attempts <N>': must be at least 1 (the first attempt counts)"
+    );
+    assert!(lines[1].starts_with(" error: invalid value '('"), "{text}");
+    // The regex error's caret still points at the pattern's character.
+    let pattern = lines.iter().position(|l| l.trim() == "(").expect(&text);
+    assert_eq!(
+        lines[pattern].find('('),
+        lines[pattern + 1].find('^'),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_json_usage_error_has_no_tip() {
+    let out = retry()
+        .args(["--log-format", "json", "-n", "0", "--", "true"])
+        .output()
+        .unwrap();
+    let events = json_events(&out.stderr);
+    assert_eq!(
+        events[0]["message"],
+        "invalid value '0' for '--attempts <N>': must be at least 1 (the first attempt counts)"
+    );
+}

@@ -304,10 +304,15 @@ fn colour_only_on_a_terminal() {
 
 /// `retry --metrics-file PATH -- sh -c 'exit CODE'`: its output.
 fn with_metrics(path: &std::path::Path, code: i32) -> std::process::Output {
+    with_metrics_running(path, &format!("exit {code}"))
+}
+
+/// `retry --metrics-file PATH -- sh -c BODY`: its output.
+fn with_metrics_running(path: &std::path::Path, body: &str) -> std::process::Output {
     retry()
         .args(["-n", "1", "--metrics-file"])
         .arg(path)
-        .args(["--", "sh", "-c", &format!("exit {code}")])
+        .args(["--", "sh", "-c", body])
         .output()
         .unwrap()
 }
@@ -354,9 +359,15 @@ fn a_metrics_path_that_is_not_a_regular_file_is_left_alone() {
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
 
-    // A missing directory: the message shows the user's path, no temporary one.
+    // A directory gone by the end of the run (one missing from the start
+    // is refused before anything runs): the message shows the user's path,
+    // no temporary one.
     let missing = dir.path().join("no-such-dir").join("job.prom");
-    let out = with_metrics(&missing, 4);
+    std::fs::create_dir(missing.parent().unwrap()).unwrap();
+    let out = with_metrics_running(
+        &missing,
+        &format!("rmdir '{}'; exit 4", missing.parent().unwrap().display()),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4));
     assert!(
@@ -558,7 +569,31 @@ fn metrics_through_another_users_directory_symlink_are_not_written() {
     }
     let dir = scratch();
     let (metrics, victim) = planted_directory_link(dir.path(), "metrics");
-    let out = with_metrics(&metrics.join("job.prom"), 3);
+    // Planted before the run: refused before anything runs.
+    let ran = dir.path().join("ran");
+    let out = with_metrics_running(
+        &metrics.join("job.prom"),
+        &format!("touch '{}'", ran.display()),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("is a symlink owned by another user (uid 65534)"),
+        "{stderr}"
+    );
+    assert!(!ran.exists(), "{stderr}");
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+
+    // Planted while the job runs, in place of the directory that was
+    // checked: the write at the end refuses it, and the job's status stands.
+    std::fs::remove_file(&metrics).unwrap();
+    std::fs::create_dir(&metrics).unwrap();
+    let plant = format!(
+        "rmdir '{link}' && ln -s '{victim}' '{link}' && chown -h 65534:65534 '{link}'; exit 3",
+        link = metrics.display(),
+        victim = victim.display()
+    );
+    let out = with_metrics_running(&metrics.join("job.prom"), &plant);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
@@ -813,10 +848,18 @@ fn a_file_path_ending_in_a_dot_names_a_directory() {
     // open(2) says that a file is no directory.
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("Not a directory"), "{stderr}");
+    // Refused before anything runs, as -o below (it was found only after
+    // the run, and the job's 3 was retry's status).
     let out = with_metrics(&dotted, 3);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("--metrics-file"), "{stderr}");
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--metrics-file {}: not a file name",
+            dotted.display()
+        )),
+        "{stderr}"
+    );
     // -o took it for "file" too (before d596c22 as well).
     retry()
         .arg("-o")
@@ -871,4 +914,31 @@ fn a_log_file_another_user_made_in_a_sticky_directory_is_not_written() {
                 .contains("retry: attempt 1/1 failed")
         );
     }
+}
+
+#[test]
+fn a_metrics_file_that_cannot_be_created_is_refused_before_anything_runs() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let missing = dir.path().join("no-such-dir").join("backup.prom");
+    let out = retry()
+        .args(["-q", "-n", "1", "--name", "backup", "--metrics-file"])
+        .arg(&missing)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Before: found only after the run, and the job's 0 was retry's status.
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(!marker.exists(), "the command ran: {stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "retry: error: --metrics-file {}: cannot create a file in {}: No such file or directory (os error 2)\n",
+            missing.display(),
+            missing.parent().unwrap().display()
+        )
+    );
+    assert!(!missing.parent().unwrap().exists());
 }

@@ -309,3 +309,32 @@ fn a_service_account_whose_home_does_not_exist_keeps_its_circuit_in_tmp() {
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_file(format!("/tmp/retry-state-65534/{name}.lock"));
 }
+
+#[test]
+fn a_bad_state_url_names_the_variable_or_the_flag_it_came_from() {
+    let out = retry()
+        .env("RETRY_STATE_URL", "garbage")
+        .args(["--circuit", "x", "-n", "1", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    // Before: `--state-url garbage: ...`, a flag never typed.
+    assert!(
+        stderr.starts_with("retry: error: RETRY_STATE_URL garbage: not a usable Redis URL ("),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--state-url"), "{stderr}");
+    // The flag, when it is the flag (over the variable).
+    let out = retry()
+        .env("RETRY_STATE_URL", "redis://127.0.0.1:1/")
+        .args(["--circuit", "x", "--state-url", "garbage", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.starts_with("retry: error: --state-url garbage: not a usable Redis URL ("),
+        "{stderr}"
+    );
+}
