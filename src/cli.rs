@@ -112,12 +112,12 @@ pub(crate) struct Cli {
     pub(crate) stop_on_exit: Vec<CodeSet>,
 
     /// A failed attempt whose output has a line matching REGEX is transient (repeatable)
-    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
-    pub(crate) retry_on_output: Vec<regex::bytes::Regex>,
+    #[arg(long, value_name = "REGEX", value_parser = parse_pattern, help_heading = CLASSIFY)]
+    pub(crate) retry_on_output: Vec<String>,
 
     /// A failed attempt whose output has a line matching REGEX is permanent (repeatable)
-    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
-    pub(crate) stop_on_output: Vec<regex::bytes::Regex>,
+    #[arg(long, value_name = "REGEX", value_parser = parse_pattern, help_heading = CLASSIFY)]
+    pub(crate) stop_on_output: Vec<String>,
 
     /// An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)
     #[arg(long, help_heading = CLASSIFY)]
@@ -171,8 +171,8 @@ pub(crate) struct Cli {
     pub(crate) success_on_exit: Vec<CodeSet>,
 
     /// Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)
-    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = HOOKS)]
-    pub(crate) until_output: Vec<regex::bytes::Regex>,
+    #[arg(long, value_name = "REGEX", value_parser = parse_pattern, help_heading = HOOKS)]
+    pub(crate) until_output: Vec<String>,
 
     /// The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given
     #[arg(long, conflicts_with_all = ["on_give_up", "until_output"], help_heading = HOOKS)]
@@ -292,10 +292,6 @@ pub(crate) struct Cli {
     pub(crate) command: Vec<OsString>,
 }
 
-/// Largest compiled size of one user pattern: generous, but a pathological
-/// pattern fails at once instead of eating memory.
-const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
-
 fn parse_preset(text: &str) -> Result<String, String> {
     if crate::presets::schema::RESERVED.contains(&text) {
         return Ok(text.to_string());
@@ -308,10 +304,15 @@ fn parse_state_name(text: &str) -> Result<String, String> {
     crate::circuit::check_name(text).map(|()| text.to_string())
 }
 
-fn parse_regex(text: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::RegexBuilder::new(text)
-        .size_limit(REGEX_SIZE_LIMIT)
+/// An output pattern: its syntax checked here, so that a typo is told like
+/// any bad value; it is compiled with every other pattern of the run, under
+/// one total size limit (`config`).
+fn parse_pattern(text: &str) -> Result<String, String> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
         .build()
+        .parse(text)
+        .map(|_| text.to_string())
         .map_err(|err| err.to_string())
 }
 
