@@ -112,11 +112,11 @@ pub(crate) struct Cli {
     pub(crate) stop_on_exit: Vec<CodeSet>,
 
     /// A failed attempt whose output has a line matching REGEX is transient (repeatable)
-    #[arg(long, value_name = "REGEX", value_parser = parse_pattern, help_heading = CLASSIFY)]
+    #[arg(long, value_name = "REGEX", value_parser = PatternParser, help_heading = CLASSIFY)]
     pub(crate) retry_on_output: Vec<String>,
 
     /// A failed attempt whose output has a line matching REGEX is permanent (repeatable)
-    #[arg(long, value_name = "REGEX", value_parser = parse_pattern, help_heading = CLASSIFY)]
+    #[arg(long, value_name = "REGEX", value_parser = PatternParser, help_heading = CLASSIFY)]
     pub(crate) stop_on_output: Vec<String>,
 
     /// An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)
@@ -171,7 +171,7 @@ pub(crate) struct Cli {
     pub(crate) success_on_exit: Vec<CodeSet>,
 
     /// Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)
-    #[arg(long, value_name = "REGEX", value_parser = parse_pattern, help_heading = HOOKS)]
+    #[arg(long, value_name = "REGEX", value_parser = PatternParser, help_heading = HOOKS)]
     pub(crate) until_output: Vec<String>,
 
     /// The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given
@@ -314,6 +314,68 @@ fn parse_pattern(text: &str) -> Result<String, String> {
         .parse(text)
         .map(|_| text.to_string())
         .map_err(|err| err.to_string())
+}
+
+/// [`parse_pattern`] for a value taken as bytes, so that one that is not
+/// UTF-8 is refused naming its flag and the form that matches raw bytes
+/// (clap's own refusal names neither).
+#[derive(Clone, Copy, Debug)]
+struct PatternParser;
+
+impl clap::builder::TypedValueParser for PatternParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        if value.to_str().is_some() {
+            return clap::builder::StringValueParser::new()
+                .try_map(|text| parse_pattern(&text))
+                .parse_ref(cmd, arg, value);
+        }
+        let bytes = value.as_encoded_bytes();
+        let flag = arg.map_or_else(|| "REGEX".to_string(), ToString::to_string);
+        let shown = escape_non_utf8(bytes, hex_escapes);
+        let suggested = escape_non_utf8(bytes, |run| format!("(?-u:{})", hex_escapes(run)));
+        Err(clap::Error::raw(
+            clap::error::ErrorKind::InvalidUtf8,
+            format!(
+                "invalid value '{shown}' for '{flag}': not UTF-8; to match bytes, \
+                 write them as (?-u:\\xNN): '{suggested}'\n"
+            ),
+        )
+        .with_cmd(cmd))
+    }
+}
+
+/// `\xNN` for each byte.
+fn hex_escapes(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|byte| format!("\\x{byte:02x}"))
+        .collect::<Vec<_>>()
+        .concat()
+}
+
+/// `bytes` as text, each run of bytes that is not UTF-8 written by `escape`.
+fn escape_non_utf8(bytes: &[u8], escape: impl Fn(&[u8]) -> String) -> String {
+    let mut text = String::new();
+    let mut invalid = Vec::new();
+    for chunk in bytes.utf8_chunks() {
+        if !chunk.valid().is_empty() && !invalid.is_empty() {
+            text.push_str(&escape(&invalid));
+            invalid.clear();
+        }
+        text.push_str(chunk.valid());
+        invalid.extend_from_slice(chunk.invalid());
+    }
+    if !invalid.is_empty() {
+        text.push_str(&escape(&invalid));
+    }
+    text
 }
 
 impl Cli {

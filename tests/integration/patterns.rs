@@ -1,7 +1,8 @@
 //! Output patterns as given on the command line or in a presets file: what
-//! one run may compile in all.
+//! one run may compile in all, and how a pattern that is not text is told.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Output, Stdio};
 
@@ -105,4 +106,37 @@ fn fifty_patterns_of_unicode_classes_cost_little() {
     let (out, kib) = measured(&args, &[]);
     assert!(out.status.success(), "{out:?}");
     assert!(kib < 64 * 1024, "peak RSS {kib} KiB");
+}
+
+#[test]
+fn a_pattern_that_is_not_utf8_names_its_flag_and_how_to_match_bytes() {
+    for flag in ["--retry-on-output", "--stop-on-output", "--until-output"] {
+        let out = retry()
+            .args(["-n", "1", flag])
+            .arg(std::ffi::OsStr::from_bytes(b"ab\xff"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                r"invalid value 'ab\xff' for '{flag} <REGEX>': not UTF-8"
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains(r"'ab(?-u:\xff)'"), "{stderr}");
+    }
+}
+
+#[test]
+fn the_suggested_form_of_a_byte_pattern_matches_that_byte() {
+    let out = retry()
+        .args(["-n", "3", "-d", "1ms", "--stop-on-output", r"ab(?-u:\xff)"])
+        .args(["--", "sh", "-c", r"printf 'ab\377\n' >&2; exit 1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(permanent)"), "{stderr}");
 }
