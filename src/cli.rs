@@ -10,7 +10,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 
 use crate::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
@@ -341,7 +343,7 @@ impl clap::builder::TypedValueParser for PatternParser {
         let shown = escape_non_utf8(bytes, hex_escapes);
         let suggested = escape_non_utf8(bytes, |run| format!("(?-u:{})", hex_escapes(run)));
         Err(clap::Error::raw(
-            clap::error::ErrorKind::InvalidUtf8,
+            ErrorKind::InvalidUtf8,
             format!(
                 "invalid value '{shown}' for '{flag}': not UTF-8; to match bytes, \
                  write them as (?-u:\\xNN): '{suggested}'\n"
@@ -378,20 +380,74 @@ fn escape_non_utf8(bytes: &[u8], escape: impl Fn(&[u8]) -> String) -> String {
     text
 }
 
+/// Flags that only a circuit (or a budget) reads, and what must be named
+/// for them to mean anything; without it they would be ignored silently.
+const NEEDS_A_STORE: [(&str, &str, &[&str]); 6] = [
+    ("circuit_threshold", "a circuit", &["circuit"]),
+    ("circuit_cooldown", "a circuit", &["circuit"]),
+    ("circuit_max_cooldown", "a circuit", &["circuit"]),
+    ("state_dir", "a circuit or a budget", &["circuit", "budget"]),
+    ("state_url", "a circuit or a budget", &["circuit", "budget"]),
+    (
+        "state_timeout",
+        "a circuit or a budget",
+        &["circuit", "budget"],
+    ),
+];
+
+/// Refuse a flag of [`NEEDS_A_STORE`] given on the command line without
+/// its circuit or budget. (Not clap's `requires`: it would count a value
+/// from the environment, were one of these flags ever read from one, and
+/// its message names only what is missing.)
+fn check_needs_a_store(
+    command: &mut clap::Command,
+    matches: &ArgMatches,
+) -> Result<(), clap::Error> {
+    for (id, what, needed) in NEEDS_A_STORE {
+        if matches.value_source(id) != Some(ValueSource::CommandLine)
+            || needed
+                .iter()
+                .any(|need| matches.value_source(need).is_some())
+        {
+            continue;
+        }
+        let value = matches
+            .get_raw(id)
+            .and_then(Iterator::last)
+            .map(|value| value.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let flags: Vec<String> = needed
+            .iter()
+            .map(|need| format!("--{} NAME", need.replace('_', "-")))
+            .collect();
+        return Err(command.error(
+            ErrorKind::MissingRequiredArgument,
+            format!(
+                "--{} {value}: only {what} uses it, and none is named ({})",
+                id.replace('_', "-"),
+                flags.join(" or ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Cli {
     /// Parse argv (non-UTF-8 safe). Errors are clap errors: the caller maps
     /// them to exit 125, and help or version to 0.
     pub(crate) fn parse_from_os(
         args: impl IntoIterator<Item = OsString>,
     ) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(args)
+        let mut command = Cli::command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        check_needs_a_store(&mut command, &matches)?;
+        Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
@@ -412,6 +468,16 @@ mod tests {
         assert_eq!(cli.command, ["curl", "-n", "--help", "--", "x"]);
         let cli = parse(&["--", "--weird", "-v"]).unwrap();
         assert_eq!(cli.command, ["--weird", "-v"]);
+    }
+
+    #[test]
+    fn circuit_and_state_flags_need_what_reads_them() {
+        assert!(parse(&["--circuit-cooldown", "5m", "true"]).is_err());
+        assert!(parse(&["--state-timeout", "3s", "true"]).is_err());
+        assert!(parse(&["--circuit", "c", "--circuit-cooldown", "5m", "true"]).is_ok());
+        assert!(parse(&["--budget", "b", "--state-timeout", "3s", "true"]).is_ok());
+        // Their defaults alone are no reason to refuse.
+        assert!(parse(&["true"]).is_ok());
     }
 
     #[test]
