@@ -10,7 +10,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 
 use crate::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
@@ -112,12 +114,12 @@ pub(crate) struct Cli {
     pub(crate) stop_on_exit: Vec<CodeSet>,
 
     /// A failed attempt whose output has a line matching REGEX is transient (repeatable)
-    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
-    pub(crate) retry_on_output: Vec<regex::bytes::Regex>,
+    #[arg(long, value_name = "REGEX", value_parser = PatternParser, help_heading = CLASSIFY)]
+    pub(crate) retry_on_output: Vec<String>,
 
     /// A failed attempt whose output has a line matching REGEX is permanent (repeatable)
-    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = CLASSIFY)]
-    pub(crate) stop_on_output: Vec<regex::bytes::Regex>,
+    #[arg(long, value_name = "REGEX", value_parser = PatternParser, help_heading = CLASSIFY)]
+    pub(crate) stop_on_output: Vec<String>,
 
     /// An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)
     #[arg(long, help_heading = CLASSIFY)]
@@ -171,8 +173,8 @@ pub(crate) struct Cli {
     pub(crate) success_on_exit: Vec<CodeSet>,
 
     /// Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)
-    #[arg(long, value_name = "REGEX", value_parser = parse_regex, help_heading = HOOKS)]
-    pub(crate) until_output: Vec<regex::bytes::Regex>,
+    #[arg(long, value_name = "REGEX", value_parser = PatternParser, help_heading = HOOKS)]
+    pub(crate) until_output: Vec<String>,
 
     /// The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given
     #[arg(long, conflicts_with_all = ["on_give_up", "until_output"], help_heading = HOOKS)]
@@ -292,10 +294,6 @@ pub(crate) struct Cli {
     pub(crate) command: Vec<OsString>,
 }
 
-/// Largest compiled size of one user pattern: generous, but a pathological
-/// pattern fails at once instead of eating memory.
-const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
-
 fn parse_preset(text: &str) -> Result<String, String> {
     if crate::presets::schema::RESERVED.contains(&text) {
         return Ok(text.to_string());
@@ -308,11 +306,130 @@ fn parse_state_name(text: &str) -> Result<String, String> {
     crate::circuit::check_name(text).map(|()| text.to_string())
 }
 
-fn parse_regex(text: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::RegexBuilder::new(text)
-        .size_limit(REGEX_SIZE_LIMIT)
+/// An output pattern: its syntax checked here, so that a typo is told like
+/// any bad value; it is compiled with every other pattern of the run, under
+/// one total size limit (`config`).
+fn parse_pattern(text: &str) -> Result<String, String> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
         .build()
+        .parse(text)
+        .map(|_| text.to_string())
         .map_err(|err| err.to_string())
+}
+
+/// [`parse_pattern`] for a value taken as bytes, so that one that is not
+/// UTF-8 is refused naming its flag and the form that matches raw bytes
+/// (clap's own refusal names neither).
+#[derive(Clone, Copy, Debug)]
+struct PatternParser;
+
+impl clap::builder::TypedValueParser for PatternParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        if value.to_str().is_some() {
+            return clap::builder::StringValueParser::new()
+                .try_map(|text| parse_pattern(&text))
+                .parse_ref(cmd, arg, value);
+        }
+        let bytes = value.as_encoded_bytes();
+        let flag = arg.map_or_else(|| "REGEX".to_string(), ToString::to_string);
+        let shown = escape_non_utf8(bytes, hex_escapes);
+        let suggested = escape_non_utf8(bytes, |run| format!("(?-u:{})", hex_escapes(run)));
+        Err(clap::Error::raw(
+            ErrorKind::InvalidUtf8,
+            format!(
+                "invalid value '{shown}' for '{flag}': not UTF-8; to match bytes, \
+                 write them as (?-u:\\xNN): '{suggested}'\n"
+            ),
+        )
+        .with_cmd(cmd))
+    }
+}
+
+/// `\xNN` for each byte.
+fn hex_escapes(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|byte| format!("\\x{byte:02x}"))
+        .collect::<Vec<_>>()
+        .concat()
+}
+
+/// `bytes` as text, each run of bytes that is not UTF-8 written by `escape`.
+fn escape_non_utf8(bytes: &[u8], escape: impl Fn(&[u8]) -> String) -> String {
+    let mut text = String::new();
+    let mut invalid = Vec::new();
+    for chunk in bytes.utf8_chunks() {
+        if !chunk.valid().is_empty() && !invalid.is_empty() {
+            text.push_str(&escape(&invalid));
+            invalid.clear();
+        }
+        text.push_str(chunk.valid());
+        invalid.extend_from_slice(chunk.invalid());
+    }
+    if !invalid.is_empty() {
+        text.push_str(&escape(&invalid));
+    }
+    text
+}
+
+/// Flags that only a circuit (or a budget) reads, and what must be named
+/// for them to mean anything; without it they would be ignored silently.
+const NEEDS_A_STORE: [(&str, &str, &[&str]); 6] = [
+    ("circuit_threshold", "a circuit", &["circuit"]),
+    ("circuit_cooldown", "a circuit", &["circuit"]),
+    ("circuit_max_cooldown", "a circuit", &["circuit"]),
+    ("state_dir", "a circuit or a budget", &["circuit", "budget"]),
+    ("state_url", "a circuit or a budget", &["circuit", "budget"]),
+    (
+        "state_timeout",
+        "a circuit or a budget",
+        &["circuit", "budget"],
+    ),
+];
+
+/// Refuse a flag of [`NEEDS_A_STORE`] given on the command line without
+/// its circuit or budget. (Not clap's `requires`: it would count a value
+/// from the environment, were one of these flags ever read from one, and
+/// its message names only what is missing.)
+fn check_needs_a_store(
+    command: &mut clap::Command,
+    matches: &ArgMatches,
+) -> Result<(), clap::Error> {
+    for (id, what, needed) in NEEDS_A_STORE {
+        if matches.value_source(id) != Some(ValueSource::CommandLine)
+            || needed
+                .iter()
+                .any(|need| matches.value_source(need).is_some())
+        {
+            continue;
+        }
+        let value = matches
+            .get_raw(id)
+            .and_then(Iterator::last)
+            .map(|value| value.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let flags: Vec<String> = needed
+            .iter()
+            .map(|need| format!("--{} NAME", need.replace('_', "-")))
+            .collect();
+        return Err(command.error(
+            ErrorKind::MissingRequiredArgument,
+            format!(
+                "--{} {value}: only {what} uses it, and none is named ({})",
+                id.replace('_', "-"),
+                flags.join(" or ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Cli {
@@ -321,14 +438,16 @@ impl Cli {
     pub(crate) fn parse_from_os(
         args: impl IntoIterator<Item = OsString>,
     ) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(args)
+        let mut command = Cli::command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        check_needs_a_store(&mut command, &matches)?;
+        Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn clap_definition_is_consistent() {
@@ -349,6 +468,16 @@ mod tests {
         assert_eq!(cli.command, ["curl", "-n", "--help", "--", "x"]);
         let cli = parse(&["--", "--weird", "-v"]).unwrap();
         assert_eq!(cli.command, ["--weird", "-v"]);
+    }
+
+    #[test]
+    fn circuit_and_state_flags_need_what_reads_them() {
+        assert!(parse(&["--circuit-cooldown", "5m", "true"]).is_err());
+        assert!(parse(&["--state-timeout", "3s", "true"]).is_err());
+        assert!(parse(&["--circuit", "c", "--circuit-cooldown", "5m", "true"]).is_ok());
+        assert!(parse(&["--budget", "b", "--state-timeout", "3s", "true"]).is_ok());
+        // Their defaults alone are no reason to refuse.
+        assert!(parse(&["true"]).is_ok());
     }
 
     #[test]

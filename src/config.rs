@@ -15,7 +15,7 @@ use crate::cli::Cli;
 use crate::generate::Kind as GenerateKind;
 use crate::presets::{self, Request, Sources};
 use crate::report::{CiSettings, LogFormat, ReportSettings, Verbosity};
-use crate::rules::{OutputRule, RuleSet, RuleSource, Rules};
+use crate::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rules};
 use crate::stdin::StdinMode;
 use crate::values::CodeSet;
 
@@ -135,6 +135,23 @@ fn state_url_from_env() -> Result<Option<String>, UsageError> {
     }
 }
 
+/// The patterns of one output flag, compiled; a failure names the flag.
+fn compile_flag(
+    compiler: &mut PatternCompiler,
+    flag: &str,
+    patterns: Vec<String>,
+) -> Result<Vec<OutputRule>, UsageError> {
+    patterns
+        .into_iter()
+        .map(|pattern| match compiler.compile(&pattern) {
+            Ok(regex) => Ok(OutputRule::new(regex, pattern)),
+            Err(problem) => Err(UsageError(format!(
+                "invalid value '{pattern}' for '{flag} <REGEX>': {problem}"
+            ))),
+        })
+        .collect()
+}
+
 fn union(sets: &[CodeSet]) -> Option<CodeSet> {
     sets.iter().cloned().reduce(|a, b| a.union(&b))
 }
@@ -192,25 +209,18 @@ impl Config {
         };
         // --until-output looks at stdout too.
         let scan_stdout = cli.scan_stdout || !cli.until_output.is_empty();
-        let until_output = cli
-            .until_output
-            .into_iter()
-            .map(OutputRule::from_regex)
-            .collect();
+        // The flags' patterns first, then the preset's, under one limit.
+        let mut compiler = PatternCompiler::default();
+        let stop_on_output = compile_flag(&mut compiler, "--stop-on-output", cli.stop_on_output)?;
+        let retry_on_output =
+            compile_flag(&mut compiler, "--retry-on-output", cli.retry_on_output)?;
+        let until_output = compile_flag(&mut compiler, "--until-output", cli.until_output)?;
 
         let mut sets = vec![RuleSet {
             stop_on_exit: union(&cli.stop_on_exit),
             retry_on_exit: union(&cli.retry_on_exit),
-            stop_on_output: cli
-                .stop_on_output
-                .into_iter()
-                .map(OutputRule::from_regex)
-                .collect(),
-            retry_on_output: cli
-                .retry_on_output
-                .into_iter()
-                .map(OutputRule::from_regex)
-                .collect(),
+            stop_on_output,
+            retry_on_output,
             ..RuleSet::empty(RuleSource::CommandLine)
         }];
         let mut retry_after = cli.retry_after;
@@ -242,7 +252,7 @@ impl Config {
             )
             .map_err(UsageError)?;
             if let Some(chosen) = chosen {
-                sets.push(presets::rule_set(&chosen).map_err(UsageError)?);
+                sets.push(presets::rule_set(&chosen, &mut compiler).map_err(UsageError)?);
                 retry_after |= chosen.preset.retry_after;
             }
         }

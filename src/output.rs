@@ -82,7 +82,8 @@ const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
 /// it contains this, and the literal keeps `per_block` on its fast search.
 const RETRY_AFTER_WIDENED: &str = "(?i:retry-after)";
 /// Compiled size limit of the widened automata (each user pattern is
-/// limited to 10 MiB on its own).
+/// limited to 10 MiB on its own, all of them to 64 MiB together; widened,
+/// they are no bigger). Past it, the prefilters give way to the exact step.
 const SIZE_LIMIT: usize = 64 * 1024 * 1024;
 
 impl PatternSet {

@@ -2,9 +2,11 @@
 //! source (the command line's own flags first, then a preset's), each with
 //! its exit-code lists and its output patterns. [`Rules`] holds them in
 //! precedence order with every pattern compiled once, so a bad pattern is a
-//! usage error before anything runs.
+//! usage error before anything runs. [`PatternCompiler`] compiles them, all
+//! of a run's patterns against one total size limit.
 
 use regex::bytes::Regex;
+use regex_automata::{meta, util::syntax};
 
 use crate::output::PatternSet;
 use crate::values::CodeSet;
@@ -130,6 +132,106 @@ pub(crate) fn render_means(means: &str, regex: &Regex, line: Option<&[u8]>) -> S
     text
 }
 
+/// Largest compiled size of one output pattern (the regex crate's size
+/// limit): generous, but a pathological pattern fails at once instead of
+/// eating memory.
+pub(crate) const PATTERN_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+
+/// Largest compiled size of all the output patterns of a run together (the
+/// flags' and the chosen preset's): the heap their engines keep. The limit
+/// per pattern alone let 100 patterns like `\w{200}x1` take 1.2 GB and 6 s
+/// to start; building takes about 3.5 times what is kept, for a moment.
+pub(crate) const TOTAL_SIZE_LIMIT: usize = 64 * 1024 * 1024;
+
+/// What a built-in preset's pattern is charged, unmeasured: more than any
+/// keeps (a unit test checks each), so a run of a built-in preset does not
+/// build its patterns twice.
+pub(crate) const BUILTIN_PATTERN_SIZE: usize = 256 * 1024;
+
+/// Compiles the output patterns of one run against [`TOTAL_SIZE_LIMIT`]:
+/// each is built with a size limit no larger than what is left, so the
+/// memory is bounded before it is spent, then charged what it keeps.
+#[derive(Debug)]
+pub(crate) struct PatternCompiler {
+    left: usize,
+}
+
+impl Default for PatternCompiler {
+    fn default() -> Self {
+        PatternCompiler {
+            left: TOTAL_SIZE_LIMIT,
+        }
+    }
+}
+
+impl PatternCompiler {
+    /// A compiler with `total` bytes to share, for tests.
+    #[cfg(test)]
+    pub(crate) fn with_total(total: usize) -> PatternCompiler {
+        PatternCompiler { left: total }
+    }
+
+    /// Compile `pattern` as `regex::bytes` does, within what is left.
+    pub(crate) fn compile(&mut self, pattern: &str) -> Result<Regex, String> {
+        let limit = PATTERN_SIZE_LIMIT.min(self.left);
+        let kept = self.measure(pattern, limit)?;
+        self.charge(pattern, limit, kept)
+    }
+
+    /// Compile a built-in preset's pattern, charged [`BUILTIN_PATTERN_SIZE`].
+    pub(crate) fn compile_builtin(&mut self, pattern: &str) -> Result<Regex, String> {
+        self.charge(
+            pattern,
+            PATTERN_SIZE_LIMIT.min(self.left),
+            BUILTIN_PATTERN_SIZE,
+        )
+    }
+
+    /// The heap the engine of `pattern` keeps, built within `limit`.
+    pub(crate) fn measure(&self, pattern: &str, limit: usize) -> Result<usize, String> {
+        // `regex` does not tell what its engine keeps: the same engine,
+        // built with the same settings (`regex::bytes`), does.
+        Ok(meta::Builder::new()
+            .configure(
+                meta::Config::new()
+                    .nfa_size_limit(Some(limit))
+                    .utf8_empty(false),
+            )
+            .syntax(syntax::Config::new().utf8(false))
+            .build(pattern)
+            .map_err(|err| match (err.syntax_error(), err.size_limit()) {
+                (Some(syntax), _) => syntax.to_string(),
+                (None, Some(_)) if limit < PATTERN_SIZE_LIMIT => self.too_much(),
+                (None, Some(limit)) => {
+                    format!("Compiled regex exceeds size limit of {limit} bytes.")
+                }
+                (None, None) => err.to_string(),
+            })?
+            .memory_usage())
+    }
+
+    fn charge(&mut self, pattern: &str, limit: usize, kept: usize) -> Result<Regex, String> {
+        if kept > self.left {
+            return Err(self.too_much());
+        }
+        let regex = regex::bytes::RegexBuilder::new(pattern)
+            .size_limit(limit)
+            .build()
+            .map_err(|err| err.to_string())?;
+        self.left -= kept;
+        Ok(regex)
+    }
+
+    fn too_much(&self) -> String {
+        format!(
+            "all the patterns of a run (flags and preset together) may compile to {} MiB, \
+             and this one does not fit in the {:.1} MiB left",
+            TOTAL_SIZE_LIMIT >> 20,
+            self.left as f64 / f64::from(1 << 20)
+        )
+    }
+}
+
 /// One output pattern and how messages name it.
 #[derive(Clone, Debug)]
 pub(crate) struct OutputRule {
@@ -173,6 +275,7 @@ impl OutputRule {
     }
 
     /// A rule named by its own pattern.
+    #[cfg(test)]
     pub(crate) fn from_regex(regex: Regex) -> OutputRule {
         let shown = regex.as_str().to_string();
         OutputRule::new(regex, shown)
@@ -281,5 +384,45 @@ impl Rules {
             until_output,
             patterns,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_share_one_total_and_the_one_that_does_not_fit_is_refused() {
+        let mut compiler = PatternCompiler::with_total(4 * 1024 * 1024);
+        // Small patterns barely count.
+        for _ in 0..100 {
+            compiler.compile("connection refused|reset").unwrap();
+        }
+        assert!(compiler.left > 3 * 1024 * 1024, "{}", compiler.left);
+        let mut kept = 0;
+        let error = loop {
+            match compiler.compile(r"\w{20}x") {
+                Ok(_) => kept += 1,
+                Err(error) => break error,
+            }
+        };
+        assert!((2..40).contains(&kept), "{kept} fitted");
+        assert!(error.contains("may compile to 64 MiB"), "{error}");
+        assert!(compiler.left < 1024 * 1024, "{} left", compiler.left);
+        // What is left still takes a small pattern.
+        compiler.compile("timeout").unwrap();
+    }
+
+    #[test]
+    fn a_pattern_over_the_limit_of_one_pattern_says_so() {
+        let error = PatternCompiler::default()
+            .compile(r"\w{1000}\w{1000}")
+            .unwrap_err();
+        assert!(
+            error.contains("exceeds size limit of 10485760 bytes"),
+            "{error}"
+        );
+        let error = PatternCompiler::default().compile("x(").unwrap_err();
+        assert!(error.contains("unclosed group"), "{error}");
     }
 }

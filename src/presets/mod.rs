@@ -25,7 +25,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::rules::{ExitRule, OutputRule, RuleSet, RuleSource};
+use crate::rules::{ExitRule, OutputRule, PatternCompiler, RuleSet, RuleSource};
 use crate::values::CodeSet;
 use schema::{Kind, Origin, Preset, Strictness};
 
@@ -359,7 +359,8 @@ pub(crate) fn choose_noting(
 }
 
 /// The rules of a chosen preset, patterns compiled, below the user's own.
-pub(crate) fn rule_set(chosen: &Chosen) -> Result<RuleSet, String> {
+/// Its patterns count against the run's total size limit, in `compiler`.
+pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Result<RuleSet, String> {
     let preset = &chosen.preset;
     let mut set = RuleSet::empty(RuleSource::Preset {
         name: preset.name.clone(),
@@ -367,11 +368,16 @@ pub(crate) fn rule_set(chosen: &Chosen) -> Result<RuleSet, String> {
         automatic: chosen.automatic,
     });
     for (index, rule) in preset.output.iter().enumerate() {
-        let regex = schema::compile(&rule.pattern).map_err(|err| {
+        let regex = match preset.origin {
+            Origin::Builtin(_) => compiler.compile_builtin(&rule.pattern),
+            Origin::File(_) => compiler.compile(&rule.pattern),
+        }
+        .map_err(|err| {
             format!(
-                "preset {} ({}): output rule {}: {err}",
+                "preset {} ({}, line {}): output rule {}: {err}",
                 preset.name,
                 preset.origin,
+                rule.line,
                 index + 1
             )
         })?;

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use regex::bytes::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -18,9 +17,6 @@ use crate::values::CodeSet;
 
 /// Names a preset may not take: they are `--preset` modes.
 pub(crate) const RESERVED: [&str; 3] = ["list", "show", "none"];
-
-/// Largest compiled size of one preset pattern, as for `--stop-on-output`.
-const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 
 /// Where a preset was defined.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,6 +118,8 @@ pub(crate) struct OutputRuleDef {
     pub(crate) pattern: String,
     pub(crate) means: String,
     pub(crate) source: Option<String>,
+    /// The pattern's line in its file, for messages.
+    pub(crate) line: usize,
 }
 
 /// An exit-code rule as written, its codes parsed.
@@ -443,6 +441,7 @@ fn check_preset(
                 pattern,
                 means,
                 source,
+                line: checker.line_of(&rule.pattern.span()),
             });
         }
     }
@@ -507,14 +506,6 @@ fn parse_pattern(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
         .utf8(false)
         .build()
         .parse(pattern)
-        .map_err(|err| err.to_string())
-}
-
-/// Compile a preset pattern as the scanner will.
-pub(crate) fn compile(pattern: &str) -> Result<Regex, String> {
-    regex::bytes::RegexBuilder::new(pattern)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
         .map_err(|err| err.to_string())
 }
 

@@ -52,7 +52,7 @@ fn builtin_named(name: &str) -> Chosen {
 
 /// `chosen` as the only rule set, compiled.
 fn rules_of(chosen: &Chosen) -> Rules {
-    let set = rule_set(chosen).unwrap();
+    let set = rule_set(chosen, &mut PatternCompiler::default()).unwrap();
     Rules::new(vec![set], Vec::new(), chosen.preset.retry_after).unwrap()
 }
 
@@ -228,9 +228,20 @@ fn the_index_matches_the_built_in_files() {
 #[test]
 fn every_built_in_pattern_compiles_and_quotes_only_groups_it_has() {
     for preset in builtins() {
+        // The preset as a whole fits in the total limit of a run.
+        let mut compiler = PatternCompiler::default();
         for (index, rule) in preset.output.iter().enumerate() {
             let at = format!("preset {} output rule {}", preset.name, index + 1);
-            let regex = schema::compile(&rule.pattern).unwrap_or_else(|e| panic!("{at}: {e}"));
+            let regex = compiler
+                .compile(&rule.pattern)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            let kept = compiler
+                .measure(&rule.pattern, crate::rules::PATTERN_SIZE_LIMIT)
+                .unwrap();
+            assert!(
+                kept < crate::rules::BUILTIN_PATTERN_SIZE,
+                "{at} keeps {kept} bytes, over what a built-in pattern is charged"
+            );
             assert!(!regex.is_match(b""), "{at} matches an empty line");
             let groups = regex.captures_len() - 1;
             for piece in crate::rules::template_pieces(&rule.means).unwrap() {
@@ -242,10 +253,13 @@ fn every_built_in_pattern_compiles_and_quotes_only_groups_it_has() {
                 }
             }
         }
-        rule_set(&Chosen {
-            preset,
-            automatic: true,
-        })
+        rule_set(
+            &Chosen {
+                preset,
+                automatic: true,
+            },
+            &mut PatternCompiler::default(),
+        )
         .unwrap();
     }
 }

@@ -17,6 +17,7 @@ mod house;
 mod io;
 mod messages;
 mod package;
+mod patterns;
 mod presets;
 mod process;
 mod shipping;

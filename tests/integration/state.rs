@@ -338,3 +338,70 @@ fn a_bad_state_url_names_the_variable_or_the_flag_it_came_from() {
         "{stderr}"
     );
 }
+
+#[test]
+fn circuit_and_state_flags_without_a_circuit_or_a_budget_are_usage_errors() {
+    // They would be ignored: the run has no circuit and no budget to keep.
+    let dir = private_dir();
+    let dir = dir.path().to_str().unwrap();
+    for (flag, value) in [
+        ("--circuit-threshold", "5"),
+        ("--circuit-cooldown", "5m"),
+        ("--circuit-max-cooldown", "2h"),
+        ("--state-dir", dir),
+        ("--state-timeout", "3s"),
+        ("--state-url", "redis://127.0.0.1:1/0"),
+    ] {
+        let out = retry()
+            .args([flag, value, "-n", "1", "--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{flag}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error: {flag} {value}: ")),
+            "{flag}: {stderr}"
+        );
+        assert!(stderr.contains("--circuit NAME"), "{flag}: {stderr}");
+    }
+}
+
+#[test]
+fn state_flags_go_with_a_budget_and_its_modes_too() {
+    let state = private_dir();
+    retry()
+        .args(["--budget", "shared", "--state-timeout", "3s", "--state-dir"])
+        .arg(state.path())
+        .args(["-n", "1", "--", "true"])
+        .assert()
+        .success();
+    retry()
+        .args(["--budget", "shared", "--budget-status", "--state-dir"])
+        .arg(state.path())
+        .assert()
+        .success();
+    retry()
+        .args([
+            "--circuit",
+            "kept",
+            "--circuit-threshold",
+            "5",
+            "--circuit-reset",
+        ])
+        .arg("--state-dir")
+        .arg(state.path())
+        .assert()
+        .success();
+}
+
+#[test]
+fn state_variables_in_the_environment_leave_a_plain_run_alone() {
+    // A CI environment that exports them for the jobs that use a circuit.
+    retry()
+        .env("RETRY_STATE_URL", "redis://127.0.0.1:1/0")
+        .env("RETRY_STATE_DIR", "/nonexistent/retry-state")
+        .args(["-n", "1", "--", "true"])
+        .assert()
+        .success()
+        .stderr("");
+}
