@@ -233,14 +233,14 @@ impl<'a> Run<'a> {
             let ending = &judged.outcome.ending;
             previous_exit = Some(ending.exit_status().as_number());
             self.reset_after(&judged, &mut backoff);
-            let proposed = self.proposed_sleep(&judged, &mut backoff, reporter);
+            let (sleep, source, not_obeyed) = self.proposed_sleep(&judged, &mut backoff);
             let step = decision::next_step(
                 attempt,
                 ending,
                 judged.verdict.class,
                 self.limits,
                 Instant::now(),
-                proposed,
+                (sleep, source),
             );
             let mut record = AttemptRecord::new(attempt, self.config.attempts, &judged);
             *last_ending = Some(judged.outcome.ending.clone());
@@ -286,6 +286,11 @@ impl<'a> Run<'a> {
                     );
                 }
                 Step::Sleep { sleep, source } => {
+                    // Said only when a retry follows: after the last
+                    // attempt there is no backoff to fall back on.
+                    if let Some(warning) = &not_obeyed {
+                        reporter.warning("retry-after", warning);
+                    }
                     // The sleep ends when it was due: asking the budget's
                     // store is part of the wait, not added to it.
                     let wake = Instant::now() + sleep.delay;
@@ -506,13 +511,13 @@ impl<'a> Run<'a> {
     /// else the backoff. The first two are not clamped by `--cap`: the
     /// server knows.
     /// A request longer than `--max-retry-after` is not obeyed (a broken or
-    /// hostile server could ask for years): the backoff's draw is used.
+    /// hostile server could ask for years): the backoff's draw is used, and
+    /// the third value is the warning that says so.
     fn proposed_sleep(
         &mut self,
         judged: &Judged,
         backoff: &mut Backoff<'_>,
-        reporter: &mut Reporter,
-    ) -> (Sleep, SleepSource) {
+    ) -> (Sleep, SleepSource, Option<String>) {
         let told = match judged.hint {
             Some(Hint::RetryAfter(delay)) => Some((delay, SleepSource::Hint)),
             _ if self.config.rules.retry_after => {
@@ -521,6 +526,7 @@ impl<'a> Run<'a> {
             _ => None,
         };
         let limit = self.config.max_retry_after;
+        let mut not_obeyed = None;
         let told = told.filter(|&(delay, source)| {
             let obeyed = delay <= limit;
             if !obeyed {
@@ -528,14 +534,11 @@ impl<'a> Run<'a> {
                     SleepSource::Hint => "the hint file",
                     _ => "Retry-After",
                 };
-                reporter.warning(
-                    "retry-after",
-                    &format!(
-                        "{asker} asked for {}, longer than --max-retry-after {}: not obeyed, backing off instead",
-                        human(delay),
-                        human(limit)
-                    ),
-                );
+                not_obeyed = Some(format!(
+                    "{asker} asked for {}, longer than --max-retry-after {}: not obeyed, backing off instead",
+                    human(delay),
+                    human(limit)
+                ));
             }
             obeyed
         });
@@ -546,8 +549,13 @@ impl<'a> Run<'a> {
                     ceiling: delay,
                 },
                 source,
+                not_obeyed,
             ),
-            None => (backoff.next(&mut self.rng), SleepSource::Backoff),
+            None => (
+                backoff.next(&mut self.rng),
+                SleepSource::Backoff,
+                not_obeyed,
+            ),
         }
     }
 }

@@ -496,3 +496,27 @@ fn a_json_usage_error_has_no_tip() {
         "invalid value '0' for '--attempts <N>': must be at least 1 (the first attempt counts)"
     );
 }
+
+#[test]
+fn a_retry_after_not_obeyed_is_said_only_when_a_retry_follows() {
+    // After the last attempt there is no backoff to fall back on: the
+    // warning "backing off instead" would say what does not happen.
+    let (out, events) = json_run(&[
+        "-n",
+        "2",
+        "-d",
+        "1ms",
+        "--retry-after",
+        "--scan-stdout",
+        "--",
+        "sh",
+        "-c",
+        "echo 'Retry-After: 3600'; exit 1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let warnings = events
+        .iter()
+        .filter(|e| e["event"] == "warning" && e["kind"] == "retry-after")
+        .count();
+    assert_eq!(warnings, 1, "{events:?}");
+}
