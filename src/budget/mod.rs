@@ -234,7 +234,7 @@ impl Budget {
 pub(crate) fn explain(name: &str, settings: &BudgetSettings) -> String {
     let share = settings.ratio * 100.0;
     format!(
-        "Retry budget {name}: each run's first attempt deposits {} tokens and {} flows in with time, up to {} (a new bucket starts full); each retry takes 1 token or does not happen. With many runs, retries add at most {}% to the first attempts' load; with the bucket full, {} retries may go at once.",
+        "Retry budget {name}: each run's first attempt deposits {} tokens and {} flows in with time, up to {} (a new bucket starts full); each retry takes 1 token or does not happen. With many runs, retries add at most {}% to the first attempts' load; with the bucket full, {} retries may go at once. These are the settings given here: a bucket stored with others keeps its own (--budget-status shows them).",
         trim(settings.ratio),
         rate(settings.min_per_ms),
         trim(settings.burst),

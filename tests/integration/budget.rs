@@ -281,3 +281,23 @@ fn other_settings_are_said_once_a_run() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("was created with").count(), 1, "{stderr}");
 }
+
+#[test]
+fn explain_says_its_budget_settings_are_the_ones_given_not_the_stored_ones() {
+    // --explain reads no store: a bucket stored with burst 2 still shows
+    // the flags' burst 10, so it says which settings it describes.
+    let state = state_dir();
+    retry()
+        .args(budgeted(state.path(), "api", "2", "0.5"))
+        .args(["--budget-reset"])
+        .assert()
+        .success();
+    retry()
+        .args(["--explain", "--budget", "api", "--state-dir"])
+        .arg(state.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "These are the settings given here: a bucket stored with others keeps its own (--budget-status shows them).",
+        ));
+}
