@@ -170,12 +170,20 @@ pub(crate) struct Running {
     /// In the shared-group mode, the child's start time, read the first
     /// time its processes are looked for (see `tree`).
     start: Option<u64>,
+    /// In the shared-group mode, retry's children when the child was
+    /// spawned: not the attempt's.
+    before: Vec<tree::Member>,
 }
 
 /// Start the command (see `spawn` for how): a script without `#!` runs
 /// under `/bin/sh`, as with execvp (and so timeout, env, xargs).
 pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
     let program = launch.argv[0].as_os_str();
+    let before = if launch.own_group {
+        Vec::new()
+    } else {
+        tree::our_children()
+    };
     let started = open_null(launch).and_then(|null| {
         let raw = |io: &ChildIo| match io {
             ChildIo::Inherit => None,
@@ -200,6 +208,7 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
             own_group: launch.own_group,
             reaped: false,
             start: None,
+            before,
         }),
         Err(err) => Err(not_started(program, &err)),
     }
@@ -285,7 +294,7 @@ impl Running {
         }
         let child = (!self.reaped).then_some(self.pid);
         self.start
-            .map(|start| tree::leftovers(child, start))
+            .map(|start| tree::leftovers(child, start, &self.before))
             .unwrap_or_default()
     }
 
@@ -436,10 +445,11 @@ impl Running {
 }
 
 impl Running {
-    /// `end_leftovers` for the shared-group mode: the attempt's processes
-    /// (already sent SIGTERM and SIGCONT), found again at each look, get
-    /// SIGKILL after `kill_after`. Orphans are our children: their exits wake
-    /// us and are reaped here; the others are looked at every 50 ms.
+    /// `end_leftovers` for the shared-group mode: the attempt's processes,
+    /// found again at each look (one that ignores SIGTERM may keep forking),
+    /// get SIGTERM and SIGCONT, and SIGKILL from `kill_after` on. Orphans are
+    /// our children: their exits wake us and are reaped here; the others are
+    /// looked at every 50 ms.
     fn end_shared_leftovers(&mut self, events: &mut Events, kill_after: Duration) -> Option<i32> {
         let mut interrupted = None;
         let mut kill_at = Instant::now() + kill_after;
@@ -452,12 +462,14 @@ impl Running {
             if left.is_empty() || now >= give_up {
                 break;
             }
-            if !killed && now >= kill_at {
-                killed = true;
-                for member in left {
+            killed |= now >= kill_at;
+            for member in left {
+                if killed {
                     tree::signal(member, Signal::KILL);
+                } else {
+                    tree::signal(member, Signal::TERM);
+                    tree::signal(member, Signal::CONT);
                 }
-                continue;
             }
             let wake = if killed { give_up } else { kill_at };
             let wait = wake

@@ -5,9 +5,10 @@
 //!
 //! An attempt's processes are the child, what descends from it, and the
 //! orphans it left: retry is a child subreaper, so a process whose parent
-//! died is reparented to retry. Among retry's own children those started no
-//! earlier than the child are the attempt's (a service an earlier,
-//! successful attempt left running started before it, and is spared).
+//! died is reparented to retry. Retry's own children that were there when
+//! the child was spawned are not the attempt's (a service an earlier,
+//! successful attempt left running, what a hook left, a process the shell
+//! had before it `exec`ed retry), nor are those started before the child.
 //!
 //! Processes are named by pid and start time, and signalled through a pidfd
 //! opened before the start time is checked again, so a pid reused meanwhile
@@ -29,20 +30,20 @@ struct Stat {
     pid: i32,
     parent: i32,
     start: u64,
-    zombie: bool,
 }
 
 fn stat(pid: i32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Bytes: COMM, the program's name, need not be UTF-8.
+    let bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses, so
     // the fields are counted from the last `)`. The start time is field 22.
-    let rest = &text[text.rfind(')')? + 1..];
+    let rest = &bytes[bytes.iter().rposition(|&b| b == b')')? + 1..];
+    let rest = std::str::from_utf8(rest).ok()?;
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     Some(Stat {
         pid,
         parent: fields.get(1)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
-        zombie: fields.first() == Some(&"Z"),
     })
 }
 
@@ -62,21 +63,39 @@ pub(super) fn start_of(child: Pid) -> Option<u64> {
     stat(child.as_raw_nonzero().get()).map(|stat| stat.start)
 }
 
-/// The attempt's processes still running, other than the child itself: its
-/// descendants, and retry's adopted children started no earlier than the
-/// child (`child_start`), with their descendants. `child` is `None` once it
-/// has been reaped (its pid may name another process by then; its children
-/// were reparented to retry when it exited).
-pub(super) fn leftovers(child: Option<Pid>, child_start: u64) -> Vec<Member> {
+/// Retry's children now: taken as an attempt is spawned, they are not its.
+pub(super) fn our_children() -> Vec<Member> {
+    let us = rustix::process::getpid().as_raw_nonzero().get();
+    all_processes()
+        .into_iter()
+        .filter(|p| p.parent == us)
+        .map(|p| Member {
+            pid: p.pid,
+            start: p.start,
+        })
+        .collect()
+}
+
+/// The attempt's processes, other than the child itself: its descendants,
+/// and retry's adopted children started no earlier than the child
+/// (`child_start`) and not among those there before it (`before`), with
+/// their descendants. `child` is `None` once it has been reaped (its pid
+/// may name another process by then; its children were reparented to
+/// retry when it exited). Zombies are included: a thread-group leader that
+/// ended with `pthread_exit` shows as one while its threads run on.
+pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member]) -> Vec<Member> {
     let us = rustix::process::getpid().as_raw_nonzero().get();
     let child = child.map(|pid| pid.as_raw_nonzero().get());
     let processes = all_processes();
+    let adopted = |p: &Stat| {
+        p.parent == us
+            && Some(p.pid) != child
+            && p.start >= child_start
+            && !before.iter().any(|b| b.pid == p.pid && b.start == p.start)
+    };
     let mut found: Vec<i32> = processes
         .iter()
-        .filter(|p| {
-            Some(p.parent) == child
-                || (p.parent == us && Some(p.pid) != child && p.start >= child_start)
-        })
+        .filter(|p| Some(p.parent) == child || adopted(p))
         .map(|p| p.pid)
         .collect();
     let mut next = 0;
@@ -92,7 +111,7 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64) -> Vec<Member> {
     }
     processes
         .iter()
-        .filter(|p| !p.zombie && found.contains(&p.pid))
+        .filter(|p| found.contains(&p.pid))
         .map(|p| Member {
             pid: p.pid,
             start: p.start,
@@ -129,10 +148,10 @@ mod tests {
         let pid = Pid::from_raw(child.id() as i32).unwrap();
         let start = start_of(pid).unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let mut found = leftovers(Some(pid), start);
+        let mut found = leftovers(Some(pid), start, &[]);
         while found.len() < 2 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
-            found = leftovers(Some(pid), start);
+            found = leftovers(Some(pid), start, &[]);
         }
         assert_eq!(found.len(), 2, "{found:?}");
         for member in &found {
@@ -141,13 +160,18 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !leftovers(Some(pid), start).is_empty() && std::time::Instant::now() < deadline {
+        while !leftovers(Some(pid), start, &[]).is_empty() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        // Killed: gone, or a zombie until whoever adopted it reaps it.
+        let zombie = |pid: i32| {
+            std::fs::read(format!("/proc/{pid}/stat"))
+                .is_ok_and(|bytes| bytes.windows(3).any(|w| w == b") Z"))
+        };
         assert!(
             found
                 .iter()
-                .all(|m| stat(m.pid).is_none_or(|s| s.start != m.start || s.zombie))
+                .all(|m| stat(m.pid).is_none_or(|s| s.start != m.start) || zombie(m.pid))
         );
     }
 

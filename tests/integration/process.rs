@@ -148,6 +148,105 @@ fn in_retrys_group_a_failed_attempts_leftovers_are_ended_but_a_successes_are_not
 }
 
 #[test]
+fn in_retrys_group_a_service_of_an_earlier_success_is_spared_by_a_later_failure() {
+    // --until-failure with no delay: the failing attempt starts within the
+    // same 10 ms clock tick as the service became retry's (adopted) child;
+    // it was retry's child before that attempt, so it is not the attempt's.
+    let dir = scratch();
+    let service = marker();
+    let count = dir.path().join("count");
+    let body = format!(
+        "n=$(cat '{count}' 2>/dev/null || echo 0); echo $((n+1)) > '{count}'; \
+         if [ $n = 0 ]; then sleep {service} >/dev/null 2>&1 & exit 0; fi; exit 1",
+        count = count.display()
+    );
+    retry()
+        .args([
+            "--foreground",
+            "--until-failure",
+            "-d",
+            "0",
+            "-j",
+            "none",
+            "-n",
+            "3",
+        ])
+        .args(["--", "sh", "-c", &body])
+        .assert()
+        .code(1);
+    let left = processes_with(&service);
+    for pid in &left {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
+    assert_eq!(
+        left.len(),
+        1,
+        "the service the first attempt started was killed"
+    );
+}
+
+#[test]
+fn in_retrys_group_a_command_whose_name_is_not_utf8_is_ended_with_what_it_started() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch();
+    let (a, b) = (marker(), marker());
+    let name = std::ffi::OsStr::from_bytes(b"job\xe9");
+    let job = dir.path().join(name);
+    std::fs::write(&job, format!("#!/bin/sh\nsleep {a} & sleep {b}\n")).unwrap();
+    std::fs::set_permissions(&job, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // A survivor would hold the output pipes: the run would end only with it.
+    let started = Instant::now();
+    retry()
+        .args([
+            "--foreground",
+            "-n",
+            "1",
+            "-T",
+            "300ms",
+            "--kill-after",
+            "300ms",
+            "--",
+        ])
+        .arg(&job)
+        .assert()
+        .code(124);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        none_left(&a, Duration::from_secs(2)) && none_left(&b, Duration::from_secs(2)),
+        "what the command started survived"
+    );
+}
+
+#[test]
+fn in_retrys_group_leftovers_that_ignore_sigterm_and_keep_forking_are_all_killed() {
+    let spawned = marker();
+    let started = Instant::now();
+    retry()
+        .args([
+            "--foreground",
+            "-n",
+            "1",
+            "--kill-after",
+            "300ms",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "(trap '' TERM; while :; do sleep {spawned} & done) & sleep 0.2; exit 1"
+        ))
+        .assert()
+        .code(1);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        none_left(&spawned, Duration::from_secs(2)),
+        "sleeps forked after the first look survived"
+    );
+}
+
+#[test]
 fn what_a_failed_attempt_left_running_is_ended_before_the_next() {
     let dir = scratch();
     let marker = marker();
