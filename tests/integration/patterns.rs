@@ -140,3 +140,30 @@ fn the_suggested_form_of_a_byte_pattern_matches_that_byte() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("(permanent)"), "{stderr}");
 }
+
+#[test]
+fn a_thousand_patterns_match_in_little_memory_and_one_more_is_refused() {
+    // Matching a line against 8 500 patterns asked for 10 GB and aborted.
+    let mut args = words(&["-n", "1"]);
+    for i in 1..=1000 {
+        args.extend(words(&["--retry-on-output", &format!("a{i}")]));
+    }
+    let run = |extra: &[&str]| {
+        let mut args = args.clone();
+        args.extend(words(extra));
+        args.extend(words(&["--", "sh", "-c", "echo a500 >&2; exit 1"]));
+        measured(&args, &[])
+    };
+    let (out, kib) = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(kib < 64 * 1024, "{kib} KiB");
+    let (out, _) = run(&["--retry-on-output", "a1001"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains(
+            "'a1001' for '--retry-on-output <REGEX>': a run may have at most 1000 output patterns"
+        ),
+        "{stderr}"
+    );
+}
