@@ -74,7 +74,8 @@ pub(crate) fn default_state_dir() -> PathBuf {
 
 /// `HOME/.local/state/retry`, when `home` is an absolute path to an
 /// existing directory and the state directory is there already or can be
-/// made (the deepest part of its path that exists is writable to us).
+/// made (the deepest part of its path that exists is a directory of ours,
+/// writable).
 /// Otherwise `None`: a relative `HOME` would put state wherever the job
 /// happens to run, and a missing one must not be created (as root, retry
 /// would make `/nonexistent`, which Debian's `nobody` relies on not
@@ -88,12 +89,20 @@ fn state_dir_in_home(home: &Path) -> Option<PathBuf> {
     while std::fs::symlink_metadata(existing).is_err() {
         existing = existing.parent()?;
     }
-    let usable = existing == dir
-        || rustix::fs::access(
-            existing,
-            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-        )
-        .is_ok();
+    // The store takes only a directory of the user's own (see
+    // `open_private`): the deepest part there now must be one, or what we
+    // make would sit in another user's (`sudo` keeps the caller's HOME).
+    let ours = std::fs::metadata(existing).is_ok_and(|meta| {
+        meta.is_dir()
+            && std::os::unix::fs::MetadataExt::uid(&meta) == rustix::process::geteuid().as_raw()
+    });
+    let usable = ours
+        && (existing == dir
+            || rustix::fs::access(
+                existing,
+                rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+            )
+            .is_ok());
     usable.then_some(dir)
 }
 

@@ -405,3 +405,40 @@ fn state_variables_in_the_environment_leave_a_plain_run_alone() {
         .success()
         .stderr("");
 }
+
+#[test]
+fn a_home_of_another_users_is_not_where_state_goes() {
+    // `sudo` keeps the caller's HOME: the store would refuse a directory
+    // made there (not root's own), and the circuit would be off.
+    if !running_as_root() {
+        eprintln!("skipped: needs root to give the home to another user");
+        return;
+    }
+    let work = scratch();
+    let home = work.path().join("alice");
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+    let name = format!("sudoed-{}", std::process::id());
+    let out = retry()
+        .env("HOME", &home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("RETRY_STATE_DIR")
+        .args(["--circuit", &name, "--circuit-status"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!stdout.contains(&home.display().to_string()), "{stdout}");
+    assert!(!home.join(".local").exists());
+    if let Some(own) = std::env::var_os("HOME") {
+        let dir = std::path::Path::new(&own).join(".local/state/retry");
+        for ending in ["json", "lock"] {
+            let _ = std::fs::remove_file(dir.join(format!("{name}.{ending}")));
+        }
+    }
+}
+
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0)
+}
