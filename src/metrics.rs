@@ -104,10 +104,17 @@ pub(crate) fn check(path: &Path) -> Result<()> {
     };
     let dir =
         safe_fs::open_directory(dir_path).map_err(|err| cannot_create(path, dir_path, &err))?;
-    // Unnamed, so nothing is left behind whenever retry dies; a file system
-    // without `O_TMPFILE` is left to the write at the end.
+    // Unnamed, so nothing is left behind whenever retry dies. A file system
+    // without `O_TMPFILE` (/proc and /sys among them, where no file can be
+    // made at all) gets the write's own way: a new file, removed at once.
     match safe_fs::create_unnamed(dir.as_fd(), 0o600) {
-        Ok(_) | Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => Ok(()),
+        Ok(_) => Ok(()),
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
+            let (_, name) = safe_fs::create_new_in(dir.as_fd(), ".retry-metrics-", 0o600)
+                .map_err(|err| cannot_create(path, dir_path, &err))?;
+            let _ = rustix::fs::unlinkat(&dir, &name, rustix::fs::AtFlags::empty());
+            Ok(())
+        }
         Err(err) => Err(cannot_create(path, dir_path, &err.into())),
     }
 }

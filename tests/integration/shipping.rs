@@ -917,6 +917,45 @@ fn a_log_file_another_user_made_in_a_sticky_directory_is_not_written() {
 }
 
 #[test]
+fn a_metrics_file_where_the_file_system_makes_no_files_is_refused_up_front() {
+    // /proc has no O_TMPFILE: the probe falls back to a named file (removed
+    // at once), which /proc refuses as it would refuse the metrics.
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let out = retry()
+        .args([
+            "-q",
+            "-n",
+            "1",
+            "--metrics-file",
+            "/proc/retry-test.prom",
+            "--",
+            "touch",
+        ])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(!marker.exists(), "the command ran: {stderr}");
+    assert!(
+        stderr.starts_with(
+            "retry: error: --metrics-file /proc/retry-test.prom: cannot create a file in /proc: "
+        ),
+        "{stderr}"
+    );
+    // A file system with O_TMPFILE leaves no probe behind either.
+    let prom = dir.path().join("job.prom");
+    retry()
+        .args(["-q", "-n", "1", "--metrics-file"])
+        .arg(&prom)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    assert_eq!(listing(dir.path()), ["job.prom"]);
+}
+
+#[test]
 fn a_metrics_file_that_cannot_be_created_is_refused_before_anything_runs() {
     let dir = scratch();
     let marker = dir.path().join("ran");
