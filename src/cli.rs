@@ -341,12 +341,25 @@ impl clap::builder::TypedValueParser for PatternParser {
         let bytes = value.as_encoded_bytes();
         let flag = arg.map_or_else(|| "REGEX".to_string(), ToString::to_string);
         let shown = escape_non_utf8(bytes, hex_escapes);
-        let suggested = escape_non_utf8(bytes, |run| format!("(?-u:{})", hex_escapes(run)));
+        // A group `(?-u:\xNN)` is a literal only outside a bracket class
+        // (inside one it is the characters `(`, `?`, `-`...): with a class
+        // anywhere, the whole pattern is suggested with `(?-u)` in front.
+        let (form, suggested) = if bytes.contains(&b'[') {
+            (
+                "(?-u) in front and \\xNN (\\w, \\d and classes then match ASCII only)",
+                format!("(?-u){}", escape_non_utf8(bytes, hex_escapes)),
+            )
+        } else {
+            (
+                "(?-u:\\xNN)",
+                escape_non_utf8(bytes, |run| format!("(?-u:{})", hex_escapes(run))),
+            )
+        };
         Err(clap::Error::raw(
             ErrorKind::InvalidUtf8,
             format!(
                 "invalid value '{shown}' for '{flag}': not UTF-8; to match bytes, \
-                 write them as (?-u:\\xNN): '{suggested}'\n"
+                 write them as {form}: '{suggested}'\n"
             ),
         )
         .with_cmd(cmd))

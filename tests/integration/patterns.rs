@@ -167,3 +167,37 @@ fn a_thousand_patterns_match_in_little_memory_and_one_more_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_byte_in_a_class_gets_a_suggestion_that_matches_that_byte_and_not_text() {
+    // `[(?-u:\xfe\xff)]` would be a class of `(`, `?`, `-`, `u`...
+    let out = retry()
+        .args(["-n", "1", "--stop-on-output"])
+        .arg(std::ffi::OsStr::from_bytes(b"[\xfe\xff]"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains(r"'(?-u)[\xfe\xff]'"), "{stderr}");
+    let stops = |output: &str| {
+        retry()
+            .args([
+                "-n",
+                "3",
+                "-d",
+                "1ms",
+                "--stop-on-output",
+                r"(?-u)[\xfe\xff]",
+                "--",
+            ])
+            .args(["sh", "-c", &format!("printf '{output}' >&2; exit 1")])
+            .output()
+            .unwrap()
+            .stderr
+            .windows(b"(permanent)".len())
+            .any(|w| w == b"(permanent)")
+    };
+    assert!(!stops("hello\\n"));
+    assert!(stops("\\376\\n"));
+}
