@@ -10,8 +10,7 @@
 //!
 //! The attempt ends when the child exits, not when its pipes reach end of
 //! file: a background grandchild may hold them open. After the exit (and the
-//! group clean-up) the pumps get a short time to drain, then are cancelled;
-//! a stream still held open then is handed off (`child::hand_off`).
+//! group clean-up) the pumps get a short time to drain, then are cancelled.
 
 use std::fs::File;
 use std::os::fd::OwnedFd;
@@ -228,11 +227,7 @@ pub(crate) fn run(
 
     let mut outcome = Outcome::unpumped(ending, started);
     outcome.stdin_error = stdin_error;
-    let mut left_open = Vec::new();
-    for (stream, mut report) in reports {
-        if let Some(source) = report.left_open.take() {
-            left_open.push((source, if stream == Stream::Stdout { 1 } else { 2 }));
-        }
+    for (stream, report) in reports {
         outcome.scan.merge(&report.scan);
         outcome.downstream_closed |= report.downstream_closed;
         if stream != Stream::Stdout {
@@ -242,9 +237,6 @@ pub(crate) fn run(
             outcome.lost.push(LostOutput { stream, error });
         }
     }
-    // Held open by something the attempt left running: passed on by a
-    // process of its own, so that its writes do not fail when retry ends.
-    crate::child::hand_off(left_open);
     Ok(outcome)
 }
 

@@ -14,11 +14,8 @@
 //! the terminal already delivered to it). There, termination goes to each
 //! process the attempt started (`tree`), as no group id names them.
 
-mod handoff;
 mod spawn;
 mod tree;
-
-pub(crate) use handoff::hand_off;
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -499,10 +499,6 @@ pub(crate) struct PumpReport {
     pub(crate) write_error: Option<std::io::Error>,
     /// The last byte passed on was not a line end.
     pub(crate) ends_mid_line: bool,
-    /// The stream, when the pump was cancelled while something that
-    /// outlived the attempt still held it open, bound for one of retry's
-    /// own descriptors: for `child::hand_off` to pass on.
-    pub(crate) left_open: Option<OwnedFd>,
 }
 
 /// Copy `source` to `destination` until end of file or until `cancel`
@@ -523,22 +519,15 @@ pub(crate) fn pump(
     let mut scanner = patterns.map(Scanner::new);
     let mut report = PumpReport::default();
     let mut buffer = vec![0u8; CHUNK];
-    let mut still_open = false;
     loop {
         if !wait_readable(source.as_fd(), cancel) {
             // The attempt is over. What its process wrote before it ended
             // is still in the pipe: pass that on too (the reader downstream
             // may be slow), but no more than one pipe's worth, so that a
             // grandchild that keeps writing cannot hold us.
-            let mut going = true;
-            let ended = drain(&source, &mut buffer, |chunk| {
-                going = pass_on(chunk, &mut destination, scanner.as_mut(), &mut report);
-                going
+            drain(&source, &mut buffer, |chunk| {
+                pass_on(chunk, &mut destination, scanner.as_mut(), &mut report)
             });
-            still_open = !ended
-                && going
-                && report.write_error.is_none()
-                && matches!(destination, Destination::Outlet { .. });
             break;
         }
         let count = match rustix::io::read(&source, &mut buffer) {
@@ -558,9 +547,6 @@ pub(crate) fn pump(
     }
     if let Some(scanner) = scanner {
         report.scan = scanner.finish();
-    }
-    if still_open {
-        report.left_open = Some(source);
     }
     report
 }
@@ -598,31 +584,28 @@ fn pass_on(
 
 /// Read what `source` holds right now, without waiting for more, at most
 /// the pipe's capacity, handing each chunk to `pass_on` until it says stop.
-/// True when the stream ended (end of file, or it cannot be read).
-fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> bool) -> bool {
+fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> bool) {
     let Ok(flags) = rustix::fs::fcntl_getfl(source) else {
-        return true;
+        return;
     };
     if rustix::fs::fcntl_setfl(source, flags | rustix::fs::OFlags::NONBLOCK).is_err() {
-        return true;
+        return;
     }
     let mut budget = rustix::pipe::fcntl_getpipe_size(source).unwrap_or(CHUNK);
     while budget > 0 {
         let want = budget.min(buffer.len());
         match rustix::io::read(source, &mut buffer[..want]) {
-            Ok(0) => return true,
+            Ok(0) => return,
             Ok(count) => {
                 budget -= count;
                 if !pass_on(&buffer[..count]) {
-                    return false;
+                    return;
                 }
             }
             Err(rustix::io::Errno::INTR) => {}
-            Err(rustix::io::Errno::AGAIN) => return false,
-            Err(_) => return true,
+            Err(_) => return,
         }
     }
-    false
 }
 
 #[cfg(test)]
