@@ -377,21 +377,13 @@ impl Running {
             let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
         }
         if clean && !self.own_group {
-            // Still unreaped: its start time can be read, and what it
-            // started found below it.
-            for member in self.shared_leftovers() {
-                tree::signal(member, Signal::TERM);
-                tree::signal(member, Signal::CONT);
-            }
+            // Its start time, which finds what it started, can be read only
+            // while it is unreaped.
+            self.start = self.start.or_else(|| tree::start_of(self.pid));
         }
         self.reap();
         if clean {
-            let leftovers_ended = if self.own_group {
-                self.end_leftovers(events, kill_after)
-            } else {
-                self.end_shared_leftovers(events, kill_after)
-            };
-            interrupted = interrupted.or(leftovers_ended);
+            interrupted = interrupted.or(self.end_leftovers(events, kill_after));
         }
         reap_orphans();
         Ending {
@@ -402,33 +394,24 @@ impl Running {
         }
     }
 
-    /// Wait for what the attempt left running in its group (already sent
-    /// SIGTERM and SIGCONT) to go, with SIGKILL after `kill_after`. While any
-    /// member lives the group id stays reserved, so signalling it is safe.
-    /// Orphaned members are our children (we are a child subreaper, see
-    /// `adopt_orphans`), so their exits wake us through SIGCHLD and we reap
-    /// them; a member whose own parent still lives is looked at every 50 ms.
-    /// Returns a terminating signal received meanwhile.
-    fn end_leftovers(&self, events: &mut Events, kill_after: Duration) -> Option<i32> {
+    /// Wait for what the attempt left running to go, with SIGKILL from
+    /// `kill_after` on. Each look reaps what exited and signals what is
+    /// left (`signal_leftovers`). Orphans are our children (we are a child
+    /// subreaper, see `adopt_orphans`), so their exits wake us through
+    /// SIGCHLD; the others are looked at every 50 ms. Returns a terminating
+    /// signal received meanwhile.
+    fn end_leftovers(&mut self, events: &mut Events, kill_after: Duration) -> Option<i32> {
         let mut interrupted = None;
         let mut kill_at = Instant::now() + kill_after;
         let give_up = kill_at + Duration::from_secs(2);
-        let mut killed = false;
+        let mut terminated = Vec::new();
         loop {
-            reap_group(self.pid);
-            if rustix::process::test_kill_process_group(self.pid).is_err() {
-                break;
-            }
             let now = Instant::now();
-            if now >= give_up {
+            let killing = now >= kill_at;
+            if !self.signal_leftovers(killing, &mut terminated) || now >= give_up {
                 break;
             }
-            if !killed && now >= kill_at {
-                killed = true;
-                let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
-                continue;
-            }
-            let wake = if killed { give_up } else { kill_at };
+            let wake = if killing { give_up } else { kill_at };
             let wait = wake
                 .saturating_duration_since(now)
                 .min(Duration::from_millis(50));
@@ -439,45 +422,38 @@ impl Running {
         }
         interrupted
     }
-}
 
-impl Running {
-    /// `end_leftovers` for the shared-group mode: the attempt's processes,
-    /// found again at each look (one that ignores SIGTERM may keep forking),
-    /// get SIGTERM and SIGCONT, and SIGKILL from `kill_after` on. Orphans are
-    /// our children: their exits wake us and are reaped here; the others are
-    /// looked at every 50 ms.
-    fn end_shared_leftovers(&mut self, events: &mut Events, kill_after: Duration) -> Option<i32> {
-        let mut interrupted = None;
-        let mut kill_at = Instant::now() + kill_after;
-        let give_up = kill_at + Duration::from_secs(2);
-        let mut killed = false;
-        loop {
-            reap_orphans();
-            let left = self.shared_leftovers();
-            let now = Instant::now();
-            if left.is_empty() || now >= give_up {
-                break;
+    /// One look of `end_leftovers`: reap, then signal what is left, SIGKILL
+    /// when `killing` (again at each look: one that ignored SIGTERM may have
+    /// forked since). In group mode that is the group, sent SIGTERM before
+    /// the leader was reaped; while any member lives the group id stays
+    /// reserved, so signalling it is safe. Else each process `tree` finds,
+    /// sent SIGTERM and SIGCONT once, as it appears (`terminated`: a second
+    /// SIGTERM makes many programs skip their clean shutdown). False when
+    /// nothing is left.
+    fn signal_leftovers(&mut self, killing: bool, terminated: &mut Vec<tree::Member>) -> bool {
+        if self.own_group {
+            reap_group(self.pid);
+            if rustix::process::test_kill_process_group(self.pid).is_err() {
+                return false;
             }
-            killed |= now >= kill_at;
-            for member in left {
-                if killed {
-                    tree::signal(member, Signal::KILL);
-                } else {
-                    tree::signal(member, Signal::TERM);
-                    tree::signal(member, Signal::CONT);
-                }
+            if killing {
+                let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
             }
-            let wake = if killed { give_up } else { kill_at };
-            let wait = wake
-                .saturating_duration_since(now)
-                .min(Duration::from_millis(50));
-            if let Some(Event::Signal { signal, .. }) = events.next(Some(now + wait)) {
-                interrupted = interrupted.or(Some(signal));
-                kill_at = Instant::now();
+            return true;
+        }
+        reap_orphans();
+        let left = self.shared_leftovers();
+        for &member in &left {
+            if killing {
+                tree::signal(member, Signal::KILL);
+            } else if !terminated.contains(&member) {
+                tree::signal(member, Signal::TERM);
+                tree::signal(member, Signal::CONT);
+                terminated.push(member);
             }
         }
-        interrupted
+        !left.is_empty()
     }
 }
 
