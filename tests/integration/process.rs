@@ -134,14 +134,8 @@ fn in_retrys_group_a_failed_attempts_leftovers_are_ended_but_a_successes_are_not
         "0",
         "the failed attempt's sleep was still running"
     );
-    let service = processes_with(&kept);
-    for pid in &service {
-        let _ = std::process::Command::new("kill")
-            .arg(pid.to_string())
-            .status();
-    }
     assert_eq!(
-        service.len(),
+        running_then_ended(&kept),
         1,
         "the successful attempt's service was ended"
     );
@@ -174,14 +168,8 @@ fn in_retrys_group_a_service_of_an_earlier_success_is_spared_by_a_later_failure(
         .args(["--", "sh", "-c", &body])
         .assert()
         .code(1);
-    let left = processes_with(&service);
-    for pid in &left {
-        let _ = std::process::Command::new("kill")
-            .arg(pid.to_string())
-            .status();
-    }
     assert_eq!(
-        left.len(),
+        running_then_ended(&service),
         1,
         "the service the first attempt started was killed"
     );

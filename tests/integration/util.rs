@@ -143,6 +143,16 @@ pub(crate) fn processes_with(marker: &str) -> Vec<u32> {
     found
 }
 
+/// How many processes with `marker` are running now; they are then ended
+/// (a service a test left running on purpose).
+pub(crate) fn running_then_ended(marker: &str) -> usize {
+    let running = processes_with(marker);
+    for &pid in &running {
+        unsafe_kill(pid);
+    }
+    running.len()
+}
+
 /// Wait up to `limit` for no process with `marker` to be left.
 pub(crate) fn none_left(marker: &str, limit: Duration) -> bool {
     let end = std::time::Instant::now() + limit;
