@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::child::{ChildIo, Ending, Launch};
+use crate::child::{ChildIo, Ending, Launch, ProcessEnd};
 use crate::fd::{CancelPipe, Outlet, pipe};
 use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
 use crate::signals::Events;
@@ -160,38 +160,65 @@ pub(crate) fn run(
         Some((CancelPipe::new()?, CancelPipe::new()?))
     };
 
-    let running = match crate::child::spawn(&spec.launch) {
-        Ok(running) => running,
-        Err(process) => return Ok(Outcome::unpumped(Ending::not_started(process), started)),
-    };
-    // Close our copies of the child's ends, or the pumps never see EOF.
-    drop(spec.launch);
-
     let Some((pump_cancel, feed_cancel)) = cancels else {
         // Nothing to pump or feed: no threads, no pipes.
+        let running = match crate::child::spawn(&spec.launch) {
+            Ok(running) => running,
+            Err(process) => return Ok(Outcome::unpumped(Ending::not_started(process), started)),
+        };
+        drop(spec.launch);
         let ending = running.supervise(events, spec.deadline, spec.kill_after);
         return Ok(Outcome::unpumped(ending, started));
     };
-    let job_count = jobs.len();
     let patterns = output.patterns;
     let (pump_watch, feed_watch) = (pump_cancel.watch(), feed_cancel.watch());
     let (ending, reports, stdin_error) = std::thread::scope(|scope| {
+        // The threads start before the child: one that cannot (no process
+        // left under RLIMIT_NPROC) is retry's own failure, with no child
+        // left writing into a pipe nobody reads.
         let (sender, reports) = mpsc::channel::<(Stream, PumpReport)>();
+        let mut no_thread = None;
+        let mut job_count = 0;
         for job in jobs {
             let sender = sender.clone();
-            scope.spawn(move || {
+            let pumping = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let report = pump(job.source, job.destination, patterns, pump_watch);
                 let _ = sender.send((job.stream, report));
             });
+            match pumping {
+                Ok(_) => job_count += 1,
+                Err(err) => {
+                    no_thread.get_or_insert(err);
+                }
+            }
         }
-        let feeder = feeder.map(|feeder| scope.spawn(move || feeder.run(feed_watch)));
-
-        let ending = running.supervise(events, spec.deadline, spec.kill_after);
+        let feeder = feeder.and_then(|feeder| {
+            std::thread::Builder::new()
+                .spawn_scoped(scope, move || feeder.run(feed_watch))
+                .map_err(|err| {
+                    no_thread.get_or_insert(err);
+                })
+                .ok()
+        });
+        let spawned = match no_thread {
+            None => Ok(crate::child::spawn(&spec.launch)),
+            Some(err) => Err(err),
+        };
+        // Close our copies of the child's ends, or the pumps never see EOF.
+        drop(spec.launch);
+        let ending = match spawned {
+            Ok(Ok(running)) => Ok(running.supervise(events, spec.deadline, spec.kill_after)),
+            Ok(Err(process)) => Ok(Ending::not_started(process)),
+            Err(err) => Err(err),
+        };
+        let child_ran = matches!(&ending, Ok(ending) if !matches!(ending.process, ProcessEnd::NotStarted { .. }));
 
         // Stop feeding input at once; give output a moment to drain.
         feed_cancel.cancel();
         let stdin_error = feeder.and_then(|handle| match handle.join() {
             Ok(Ok(())) => None,
+            // Input fed to no child is not lost: a replay keeps it all.
+            Ok(Err(_)) if !child_ran => None,
             Ok(Err(err)) => Some(format!("{err:#}")),
             Err(_) => Some("the stdin feeder failed".to_string()),
         });
@@ -208,7 +235,7 @@ pub(crate) fn run(
                 // nothing: let go of it once the run is ending, so that
                 // neither a signal nor a time limit waits for that reader.
                 let ending_now = crate::signals::terminating_arrived()
-                    || ending.timed_out
+                    || ending.as_ref().is_ok_and(|ending| ending.timed_out)
                     || spec
                         .deadline
                         .is_some_and(|deadline| Instant::now() >= deadline);
@@ -225,6 +252,8 @@ pub(crate) fn run(
         (ending, collected, stdin_error)
     });
 
+    let ending =
+        ending.map_err(|err| anyhow::anyhow!("cannot start a thread for the attempt: {err}"))?;
     let mut outcome = Outcome::unpumped(ending, started);
     outcome.stdin_error = stdin_error;
     for (stream, report) in reports {

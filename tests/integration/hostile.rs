@@ -1378,3 +1378,36 @@ fn step_files_through_our_symlink_into_another_users_are_not_written() {
         "root's\n"
     );
 }
+
+#[test]
+fn no_process_or_thread_left_to_start_is_retrys_failure_not_a_panic() {
+    // RLIMIT_NPROC counts threads: at 2 for a user with nothing else
+    // running, the child could start but the thread that reads its output
+    // could not, and retry panicked (abort, 134). At 1, neither can.
+    for limit in ["1", "2"] {
+        let Ok(out) = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "bash",
+                "-c",
+            ])
+            .arg(format!("ulimit -u {limit} && exec \"$0\" \"$@\""))
+            .args([BIN, "-n", "1", "--retry-on-output", "x", "--", "true"])
+            .env("HOME", "/nonexistent")
+            .stdin(std::process::Stdio::null())
+            .output()
+        else {
+            eprintln!("skipped: no setpriv (util-linux)");
+            return;
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "limit {limit}: {stderr}");
+        assert!(!stderr.contains("panicked"), "limit {limit}: {stderr}");
+        assert!(
+            stderr.contains("cannot start a thread") || stderr.contains("cannot start a process"),
+            "limit {limit}: {stderr}"
+        );
+    }
+}
