@@ -11,17 +11,20 @@ use clap::error::ErrorKind;
 
 use crate::budget::Budget;
 use crate::circuit::breaker::{Admission, RunResult};
-use crate::circuit::store::Interrupted;
 use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
-use crate::config::{Config, Mode};
-use crate::decision::RunOutcome;
-use crate::deliver::error_text;
+use crate::cli::config::{Config, Mode};
+use crate::cli::{explain, generate};
 use crate::exit::ExitStatus;
+use crate::outcome::RunOutcome;
+use crate::outcome::RunSummary;
 use crate::presets::{self, Sources};
+use crate::process::{self, signals};
+use crate::report::metrics;
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
-use crate::runner::RunSummary;
-use crate::{child, explain, generate, metrics, runner, signals};
+use crate::run;
+use crate::run::deliver::error_text;
+use crate::state::store::Interrupted;
 
 /// Report retry's own error where its messages go (`--log-format`,
 /// `--log-file`), and end with `status`. When even that fails, stderr.
@@ -125,7 +128,7 @@ fn print(settings: &ReportSettings, run_id: &str, text: &[u8]) -> ExitStatus {
 /// The whole program: parse, configure, run, and the exit status to end with.
 pub fn run() -> ExitStatus {
     let args: Vec<OsString> = std::env::args_os().collect();
-    let run_id = runner::new_run_id();
+    let run_id = run::new_run_id();
     let cli = match Cli::parse_from_os(args.iter().cloned()) {
         Ok(cli) => cli,
         Err(err) => {
@@ -303,7 +306,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
             return ExitStatus::RETRY_FAILED;
         }
     };
-    child::adopt_orphans();
+    process::adopt_orphans();
     let gate = match &circuit {
         Some(circuit) => admit(circuit, &mut reporter),
         None => Gate::Unchecked,
@@ -312,7 +315,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     let result = match gate {
         Gate::Refused(summary) => Ok(summary),
         Gate::Admitted | Gate::Unchecked => {
-            runner::run(config, run_id, budget.as_ref(), &mut signals, &mut reporter)
+            run::run(config, run_id, budget.as_ref(), &mut signals, &mut reporter)
         }
     };
     if let (Some(circuit), true) = (&circuit, admitted) {

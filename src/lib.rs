@@ -1,41 +1,28 @@
 //! `retry`: run a command until it succeeds, with capped exponential
 //! backoff and jitter. The binary is `src/main.rs`; this library holds
 //! everything, so that benchmarks and tests drive the very same code (the
-//! contention simulation uses `backoff`). Only what they need is public.
+//! contention simulation uses `policy::backoff`). Only what they need is public.
 //!
-//! Rooms, from the bottom up (a room imports only rooms below it;
-//! `tests/integration/house.rs` checks it):
-//! `text`, `values`, `fd`, `exit`, `signals` - `safe_fs`, `ci` - `backoff`,
-//! `hint`, `child` - `output`, `rules`, `classify`, `decision`, `stdin`,
-//! `deliver` - `presets`, `attempt`, `hook`, `report`, `circuit` - `generate`
-//! - `cli` - `config` - `explain`, `runner`, `metrics` - `app`.
+//! Rooms, from the bottom up: a room imports only rooms below it
+//! (`tests/integration/house.rs` checks that there is no loop).
+//! `sys` (every unsafe call to the OS), `text`, `values`, `outcome` -
+//! `exit`, `safe_fs`, `scan` - `process` - `policy` - `state` -
+//! `circuit`, `budget`, `presets` - `report` - `cli` - `run` - `app`.
 
 pub mod app;
-mod attempt;
-pub mod backoff;
 mod budget;
-mod child;
-mod ci;
 mod circuit;
-mod classify;
 mod cli;
-mod config;
-mod decision;
-mod deliver;
 pub mod exit;
-mod explain;
-mod fd;
-mod generate;
-mod hint;
-mod hook;
-mod metrics;
-mod output;
+mod outcome;
+pub mod policy;
 mod presets;
+mod process;
 mod report;
-mod rules;
-mod runner;
+mod run;
 mod safe_fs;
-mod signals;
-mod stdin;
+mod scan;
+mod state;
+mod sys;
 mod text;
 pub mod values;

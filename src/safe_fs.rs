@@ -32,7 +32,7 @@ use rand::rngs::SysRng;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::fd::own_fd;
+use crate::sys::fd::own_fd;
 
 mod private_dir;
 mod walk;

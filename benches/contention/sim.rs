@@ -21,7 +21,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, Normal};
-use retry::backoff::{Backoff, Policy};
+use retry::policy::backoff::{Backoff, Policy};
 use retry::values::Jitter;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::circuit::MOST_AHEAD_MS;
+use crate::state::MOST_AHEAD_MS;
 
 /// The budget's settings, stored with the bucket when it is created.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -16,8 +16,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::circuit::store::{Kind, Patience, Record, Store, update_record};
-use crate::circuit::{StateConfig, now_ms, open_store};
+use crate::state::store::{Kind, Patience, Record, Store, update_record};
+use crate::state::{StateConfig, now_ms, open_store};
 use bucket::{BucketState, BudgetSettings};
 
 /// Budgets: `budget@NAME.json` in a state directory (a circuit name cannot
@@ -170,7 +170,7 @@ impl Budget {
 
     /// A run's first attempt: deposit the ratio. Returns the tokens after.
     /// Asked during a run: `patience` carries its deadline, and a signal
-    /// ends the wait ([`Interrupted`](crate::circuit::store::Interrupted)).
+    /// ends the wait ([`Interrupted`](crate::state::store::Interrupted)).
     pub(crate) fn deposit(&self, patience: Patience) -> Result<(f64, Vec<String>)> {
         self.update(patience, |bucket| {
             bucket.deposit_first_attempt(now_ms());

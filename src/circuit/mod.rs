@@ -4,33 +4,63 @@
 //! each new cron or CI run from hammering a broken dependency from the top
 //! of its schedule again.
 //!
-//! `breaker` holds the pure state machine, `store` the load-modify-store
-//! interface, `file` the local store. This module ties them to a run.
+//! `breaker` holds the pure state machine; the stores it is kept in are
+//! `crate::state`'s. This module ties them to a run.
 
 pub(crate) mod breaker;
-pub(crate) mod file;
-pub(crate) mod redis;
-pub(crate) mod store;
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::Result;
 
+use crate::state::store::{Kind, Patience, Record, Store, Updated, update_record};
+use crate::state::{StateConfig, now_ms, open_store};
 use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings, StoredSettings};
-use store::{Patience, Store};
 
-/// Where state (circuits, budgets) is kept: the flags and environment that
-/// name a store.
-#[derive(Clone, Debug)]
-pub(crate) struct StateConfig {
-    /// `--state-dir`.
-    pub(crate) dir: Option<PathBuf>,
-    /// `--state-url` (or `RETRY_STATE_URL`): keep state in Redis.
-    pub(crate) url: Option<String>,
-    /// `--state-timeout`: one deadline for a whole exchange with the store
-    /// (the file lock's wait included).
-    pub(crate) timeout: Duration,
+/// Circuits: `NAME.json`, `retry:circuit:NAME`.
+pub(crate) const CIRCUIT: Kind = Kind {
+    file_prefix: "",
+    key_prefix: "retry:circuit:",
+    noun: "circuit state",
+    fallback: "treating the circuit as closed",
+    durable: true,
+};
+
+impl Record for CircuitState {
+    const KIND: Kind = CIRCUIT;
+
+    fn check(&self) -> Result<(), String> {
+        CircuitState::check(self)
+    }
+}
+
+/// A store seen from the circuit: its records are circuit states.
+pub(crate) trait CircuitStore {
+    /// Load circuit `name`, let `change` modify it, and store the result if
+    /// it changed: atomically with respect to every other process (and
+    /// host) using the same store. A missing or unreadable state is closed.
+    fn update(
+        &self,
+        name: &str,
+        change: &mut dyn FnMut(&mut CircuitState),
+    ) -> Result<Updated<CircuitState>>;
+
+    /// For messages: where circuit `name` is kept.
+    fn describe(&self, name: &str) -> String;
+}
+
+impl<S: Store + ?Sized> CircuitStore for S {
+    fn update(
+        &self,
+        name: &str,
+        change: &mut dyn FnMut(&mut CircuitState),
+    ) -> Result<Updated<CircuitState>> {
+        update_record(self, name, Patience::default(), change)
+    }
+
+    fn describe(&self, name: &str) -> String {
+        self.describe_record(&CIRCUIT, name)
+    }
 }
 
 /// The circuit settings from the command line.
@@ -39,121 +69,6 @@ pub(crate) struct CircuitConfig {
     pub(crate) name: String,
     pub(crate) state: StateConfig,
     pub(crate) settings: Settings,
-}
-
-/// Where state lives without `--state-dir`: `$RETRY_STATE_DIR`, else
-/// `$XDG_STATE_HOME/retry`, else `$HOME/.local/state/retry`, else (cron's
-/// `env -i`: no variables at all) the same under the home directory of the
-/// user's password entry, else `/tmp/retry-state-UID` (a directory of ours,
-/// 0700, checked like any other: one planted by another user is refused).
-/// A home counts only when it can hold the directory (see
-/// [`state_dir_in_home`]): `HOME=/nonexistent`, a service account's, is
-/// never created, and the run still gets a working store.
-pub(crate) fn default_state_dir() -> PathBuf {
-    let nonempty = |key: &str| {
-        std::env::var_os(key)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = nonempty("RETRY_STATE_DIR") {
-        return dir;
-    }
-    // The XDG base directory spec: a relative path is to be ignored.
-    if let Some(dir) = nonempty("XDG_STATE_HOME").filter(|dir| dir.is_absolute()) {
-        return dir.join("retry");
-    }
-    if let Some(dir) = nonempty("HOME")
-        .and_then(|home| state_dir_in_home(&home))
-        .or_else(|| password_home().and_then(|home| state_dir_in_home(&home)))
-    {
-        return dir;
-    }
-    let uid = rustix::process::getuid().as_raw();
-    PathBuf::from(format!("/tmp/retry-state-{uid}"))
-}
-
-/// `HOME/.local/state/retry`, when `home` is an absolute path to an
-/// existing directory and the state directory is there already or can be
-/// made (the deepest part of its path that exists is a directory of ours,
-/// writable).
-/// Otherwise `None`: a relative `HOME` would put state wherever the job
-/// happens to run, and a missing one must not be created (as root, retry
-/// would make `/nonexistent`, which Debian's `nobody` relies on not
-/// existing); an unwritable one would fail every run.
-fn state_dir_in_home(home: &Path) -> Option<PathBuf> {
-    if !home.is_absolute() || !home.is_dir() {
-        return None;
-    }
-    let dir = home.join(".local/state/retry");
-    let mut existing = dir.as_path();
-    while std::fs::symlink_metadata(existing).is_err() {
-        existing = existing.parent()?;
-    }
-    // The store takes only a directory of the user's own (see
-    // `open_private`): the deepest part there now must be one, or what we
-    // make would sit in another user's (`sudo` keeps the caller's HOME).
-    let ours = std::fs::metadata(existing).is_ok_and(|meta| {
-        meta.is_dir()
-            && std::os::unix::fs::MetadataExt::uid(&meta) == rustix::process::geteuid().as_raw()
-    });
-    let usable = ours
-        && (existing == dir
-            || rustix::fs::access(
-                existing,
-                rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-            )
-            .is_ok());
-    usable.then_some(dir)
-}
-
-/// The home directory in the password database for our user id.
-fn password_home() -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut entry = std::mem::MaybeUninit::<libc::passwd>::uninit();
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: getpwuid_r writes the entry into `entry`, its strings into
-    // `buffer` (whose length it is told), and sets `found` to `entry` on
-    // success; nothing is read unless it succeeded.
-    let status = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            entry.as_mut_ptr(),
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &raw mut found,
-        )
-    };
-    if status != 0 || found.is_null() {
-        return None;
-    }
-    // SAFETY: the call succeeded, so the entry is initialised and `pw_dir`
-    // points at a NUL-terminated string inside `buffer`, alive here.
-    let dir = unsafe { std::ffi::CStr::from_ptr(entry.assume_init().pw_dir) };
-    let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
-    (!dir.is_empty() && dir.as_bytes().starts_with(b"/")).then(|| PathBuf::from(dir))
-}
-
-/// Open the store `state` names; `ttl` is how long Redis keeps a record
-/// nobody touches.
-pub(crate) fn open_store(state: &StateConfig, ttl: Duration) -> Result<Box<dyn Store>> {
-    if let Some(url) = &state.url {
-        return Ok(Box::new(redis::RedisStore::open(url, state.timeout, ttl)?));
-    }
-    let dir = match &state.dir {
-        Some(dir) => dir.clone(),
-        None => default_state_dir(),
-    };
-    Ok(Box::new(file::FileStore::open(&dir, state.timeout)?))
-}
-
-/// A Redis URL the store could use: checked while the configuration is
-/// built, so a malformed one is a usage error before anything runs. The
-/// error names `origin`: `--state-url` or `RETRY_STATE_URL`.
-pub(crate) fn check_state_url(url: &str, origin: &str) -> Result<(), String> {
-    redis::parse_url(url, origin)
-        .map(|_| ())
-        .map_err(|err| format!("{err:#}"))
 }
 
 /// Circuit names become file names and keys: keep them plain.
@@ -172,18 +87,6 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
                 .into(),
         )
     }
-}
-
-/// How far ahead of this host's clock a time in a shared store is
-/// believed: a minute, far more than clocks kept by NTP ever differ. More
-/// is a clock that jumped (a host set years ahead once, a virtual machine
-/// restored from a snapshot), and is not allowed to stop others for years.
-pub(crate) const MOST_AHEAD_MS: u64 = 60_000;
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn hostname() -> String {
@@ -231,12 +134,11 @@ impl Circuit {
         let (settings, me) = (&self.settings, &self.me);
         let store = &self.store;
         // Nothing has run yet: a signal to retry ends the wait at once.
-        let updated =
-            store::update_record(&**store, &self.name, Patience::SIGNALS, &mut |state| {
-                admission = breaker::admit(state, settings, now_ms(), me, |probe| {
-                    store.probe_alive(&probe.host, probe.pid, &me.host)
-                });
-            })?;
+        let updated = update_record(&**store, &self.name, Patience::SIGNALS, &mut |state| {
+            admission = breaker::admit(state, settings, now_ms(), me, |probe| {
+                store.probe_alive(&probe.host, probe.pid, &me.host)
+            });
+        })?;
         Ok(Decision {
             admission,
             warning: updated.warning,

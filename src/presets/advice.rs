@@ -12,9 +12,9 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use crate::child::{Ending, ProcessEnd};
-use crate::output::ScanResult;
-use crate::rules::{RuleSet, RuleSource, Rules};
+use crate::policy::rules::{RuleSet, RuleSource, Rules};
+use crate::process::{Ending, ProcessEnd};
+use crate::scan::ScanResult;
 
 /// The tool whose command line is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::rules::{ExitRule, OutputRule, PatternCompiler, RuleSet, RuleSource};
+use crate::policy::rules::{ExitRule, OutputRule, PatternCompiler, RuleSet, RuleSource};
 use crate::values::CodeSet;
 use schema::{Kind, Origin, Preset, Strictness};
 

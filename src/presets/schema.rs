@@ -12,7 +12,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::rules::{Piece, template_pieces};
+use crate::policy::rules::{Piece, template_pieces};
 use crate::values::CodeSet;
 
 /// Names a preset may not take: they are `--preset` modes.

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::*;
-use crate::child::{Ending, ProcessEnd};
-use crate::classify::{Class, Observation, classify};
-use crate::output::Scanner;
-use crate::rules::Rules;
+use crate::policy::classify::{Class, Observation, classify};
+use crate::policy::rules::Rules;
+use crate::process::{Ending, ProcessEnd};
+use crate::scan::Scanner;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -72,7 +72,7 @@ fn judge_with(rules: &Rules, code: i32, stderr: &[String]) -> (Class, String) {
             }
             scanner.finish()
         }
-        None => crate::output::ScanResult::default(),
+        None => crate::scan::ScanResult::default(),
     };
     let ending = Ending::not_started(ProcessEnd::Exited(code));
     let verdict = classify(
@@ -236,16 +236,16 @@ fn every_built_in_pattern_compiles_and_quotes_only_groups_it_has() {
                 .compile(&rule.pattern)
                 .unwrap_or_else(|e| panic!("{at}: {e}"));
             let kept = compiler
-                .measure(&rule.pattern, crate::rules::PATTERN_SIZE_LIMIT)
+                .measure(&rule.pattern, crate::policy::rules::PATTERN_SIZE_LIMIT)
                 .unwrap();
             assert!(
-                kept < crate::rules::BUILTIN_PATTERN_SIZE,
+                kept < crate::policy::rules::BUILTIN_PATTERN_SIZE,
                 "{at} keeps {kept} bytes, over what a built-in pattern is charged"
             );
             assert!(!regex.is_match(b""), "{at} matches an empty line");
             let groups = regex.captures_len() - 1;
-            for piece in crate::rules::template_pieces(&rule.means).unwrap() {
-                if let crate::rules::Piece::Group(n) = piece {
+            for piece in crate::policy::rules::template_pieces(&rule.means).unwrap() {
+                if let crate::policy::rules::Piece::Group(n) = piece {
                     assert!(
                         (1..=groups).contains(&n),
                         "{at}: {{{n}}} of {groups} groups"

@@ -5,12 +5,14 @@ use std::ffi::OsStr;
 use std::time::Instant;
 
 use super::{Run, child_env};
-use crate::child::Ending;
-use crate::decision::{self, Done, RunOutcome};
+use crate::cli::config::GIVE_UP_LIMIT;
 use crate::exit::ExitStatus;
-use crate::hook::{self, Hook, HookRun};
+use crate::outcome::RunOutcome;
+use crate::policy::decision::{self, Done};
+use crate::process::Ending;
+use crate::process::signals::{self, SignalEvents};
 use crate::report::Reporter;
-use crate::signals::{self, SignalEvents};
+use crate::run::hook::{self, Hook, HookRun};
 use crate::text::sanitize_line;
 
 impl Run<'_> {
@@ -67,7 +69,7 @@ impl Run<'_> {
     /// `--on-give-up`, once the run has failed (not under `--until-failure`,
     /// whose first failure is what it looks for). It sees the status retry
     /// is about to end with, the outcome and the number of attempts, and is
-    /// bounded by `--timeout`, else [`hook::GIVE_UP_LIMIT`]. A signal to
+    /// bounded by `--timeout`, else [`GIVE_UP_LIMIT`]. A signal to
     /// retry before or during it is returned.
     pub(super) fn on_give_up(
         &mut self,
@@ -99,7 +101,7 @@ impl Run<'_> {
             ),
             ("RETRY_RUN_ID", self.id.as_str().into()),
         ];
-        let limit = config.timeout.unwrap_or(hook::GIVE_UP_LIMIT);
+        let limit = config.timeout.unwrap_or(GIVE_UP_LIMIT);
         let hook = Hook {
             command,
             env,

@@ -41,7 +41,7 @@ use std::sync::{Mutex, OnceLock};
 
 use rustix::process::{Pid, WaitOptions};
 
-use crate::signals::TERMINATING;
+use crate::process::signals::TERMINATING;
 
 /// What `execvp` searches when there is no PATH at all.
 const DEFAULT_PATH: &str = "/bin:/usr/bin";

@@ -26,24 +26,12 @@ use anyhow::{Context, Result};
 use rustix::event::PollFlags;
 use rustix::fs::{FileType, OFlags, SeekFrom};
 
-use crate::child::ChildIo;
-use crate::fd::{wait_for, wait_readable};
+use crate::cli::StdinMode;
+use crate::process::ChildIo;
 use crate::safe_fs;
+use crate::sys::fd::{wait_for, wait_readable};
 
 const CHUNK: usize = 64 * 1024;
-
-/// `--stdin`: what each attempt reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StdinMode {
-    /// A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)
-    Auto,
-    /// Every attempt reads the same complete input (a pipe is spooled to disk)
-    Replay,
-    /// Handed to the child as it is
-    Inherit,
-    /// /dev/null
-    Null,
-}
 
 /// The input source of one run, decided once at start.
 pub(crate) enum StdinSource {
@@ -170,7 +158,7 @@ impl StdinSource {
                         spool.dir.display()
                     );
                 }
-                let (reader, writer) = crate::fd::pipe().context("creating the stdin pipe")?;
+                let (reader, writer) = crate::sys::fd::pipe().context("creating the stdin pipe")?;
                 // Our end never blocks, so cancelling an attempt cannot hang
                 // on a child (or grandchild) that stopped reading.
                 let flags = rustix::fs::fcntl_getfl(&writer)?;

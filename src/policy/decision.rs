@@ -5,79 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backoff::Sleep;
-use crate::child::{Ending, signal_name};
-use crate::classify::Class;
 use crate::exit::ExitStatus;
+use crate::outcome::{RunOutcome, SleepSource};
+use crate::policy::backoff::Sleep;
+use crate::policy::classify::Class;
+use crate::process::{Ending, signal_name};
 use crate::values::human;
-
-/// How a run ended: the `outcome` of the JSON `done` event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RunOutcome {
-    Success,
-    Permanent,
-    Exhausted,
-    Deadline,
-    Interrupted,
-    CircuitOpen,
-    /// The retry budget had no token for the next retry.
-    BudgetExhausted,
-}
-
-impl RunOutcome {
-    pub(crate) const ALL: [RunOutcome; 7] = [
-        RunOutcome::Success,
-        RunOutcome::Permanent,
-        RunOutcome::Exhausted,
-        RunOutcome::Deadline,
-        RunOutcome::Interrupted,
-        RunOutcome::CircuitOpen,
-        RunOutcome::BudgetExhausted,
-    ];
-
-    /// The run failed and gives up: what `--on-give-up` is for. Not a
-    /// success, not retry itself interrupted by a signal, not a refusal
-    /// before anything ran.
-    pub(crate) fn gave_up(self) -> bool {
-        !matches!(
-            self,
-            RunOutcome::Success | RunOutcome::Interrupted | RunOutcome::CircuitOpen
-        )
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            RunOutcome::Success => "success",
-            RunOutcome::Permanent => "permanent",
-            RunOutcome::Exhausted => "exhausted",
-            RunOutcome::Deadline => "deadline",
-            RunOutcome::Interrupted => "interrupted",
-            RunOutcome::CircuitOpen => "circuit-open",
-            RunOutcome::BudgetExhausted => "budget-exhausted",
-        }
-    }
-}
-
-/// Why a sleep is as long as it is: the `source` of the JSON `sleep` event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SleepSource {
-    Backoff,
-    /// A `Retry-After:` header in the output.
-    RetryAfter,
-    /// `retry-after=` in the hint file (`retry-after` in JSON too).
-    Hint,
-    Splay,
-}
-
-impl SleepSource {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            SleepSource::Backoff => "backoff",
-            SleepSource::RetryAfter | SleepSource::Hint => "retry-after",
-            SleepSource::Splay => "splay",
-        }
-    }
-}
 
 /// The limits of a run.
 #[derive(Clone, Copy, Debug)]
@@ -334,7 +267,7 @@ pub(crate) fn out_of_time(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::child::ProcessEnd;
+    use crate::process::ProcessEnd;
 
     fn exited(code: i32) -> Ending {
         Ending::not_started(ProcessEnd::Exited(code))

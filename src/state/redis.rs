@@ -248,6 +248,7 @@ impl Store for RedisStore {
 #[allow(clippy::print_stderr)] // a test that cannot run here says why
 mod tests {
     use super::*;
+    use crate::circuit::CircuitStore;
 
     #[test]
     fn credentials_never_reach_messages() {
@@ -302,7 +303,7 @@ mod tests {
         .unwrap();
         let budget = Kind {
             key_prefix: "retry:budget:",
-            ..super::super::store::CIRCUIT
+            ..crate::circuit::CIRCUIT
         };
         let name = format!("unit-{}", std::process::id());
         store
@@ -358,7 +359,7 @@ mod tests {
         let url = format!("redis://127.0.0.1:{port}/0");
         let kind = Kind {
             key_prefix: "retry:crowd:",
-            ..super::super::store::CIRCUIT
+            ..crate::circuit::CIRCUIT
         };
         let name = format!("crowd-{}", std::process::id());
         let (clients, updates) = (40, 10);
@@ -402,10 +403,10 @@ mod tests {
     fn records_of_another_kind_have_keys_of_their_own() {
         let budget = Kind {
             key_prefix: "retry:budget:",
-            ..super::super::store::CIRCUIT
+            ..crate::circuit::CIRCUIT
         };
         assert_eq!(
-            key_for(&super::super::store::CIRCUIT, "api"),
+            key_for(&crate::circuit::CIRCUIT, "api"),
             "retry:circuit:api"
         );
         assert_eq!(key_for(&budget, "api"), "retry:budget:api");

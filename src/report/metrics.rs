@@ -12,8 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use rustix::io::Errno;
 
-use crate::decision::RunOutcome;
-use crate::runner::RunSummary;
+use crate::outcome::RunOutcome;
+use crate::outcome::RunSummary;
 use crate::safe_fs;
 
 /// Escape a label value: backslash, double quote and newline.

@@ -12,6 +12,9 @@
 //! the end of the run, or at the latest when the reporter is dropped, which
 //! is before retry re-raises a signal.
 
+pub(crate) mod ci;
+pub(crate) mod metrics;
+
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
@@ -22,12 +25,12 @@ use anstyle::{AnsiColor, Style};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::ci::{self, AttemptLog, AttemptRow, Ci, Level, StepFiles, StepResult};
-use crate::classify::Class;
-use crate::decision::{RunOutcome, SleepSource};
-use crate::fd::Outlet;
+use crate::outcome::{RunOutcome, SleepSource};
+use crate::policy::classify::Class;
+use crate::sys::fd::Outlet;
 use crate::text::escape_controls;
 use crate::values::human;
+use ci::{AttemptLog, AttemptRow, Ci, Level, StepFiles, StepResult};
 
 /// Format of retry's own messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -233,7 +236,7 @@ fn exit_cell(record: &AttemptRecord) -> String {
     if record.timed_out {
         "timeout".to_string()
     } else if let Some(signal) = record.signal {
-        crate::child::signal_name(signal)
+        crate::process::signal_name(signal)
     } else {
         record
             .exit_code
@@ -316,7 +319,7 @@ impl Reporter {
         }
         let deadline = self.deadline;
         let give_up = || {
-            crate::signals::terminating_arrived()
+            crate::process::signals::terminating_arrived()
                 || deadline.is_some_and(|deadline| Instant::now() >= deadline)
         };
         let _ = self
@@ -730,7 +733,7 @@ impl Reporter {
         &mut self,
         which: &str,
         command: &str,
-        ending: &crate::child::Ending,
+        ending: &crate::process::Ending,
         duration: Duration,
     ) {
         if self.verbosity == Verbosity::Quiet {

@@ -17,8 +17,6 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::breaker::CircuitState;
-
 /// The largest record a store reads, in bytes. A circuit's state is a few
 /// hundred bytes; anything longer is corrupt, and is never read whole.
 pub(crate) const MAX_RECORD_BYTES: usize = 64 * 1024;
@@ -43,15 +41,6 @@ pub(crate) struct Kind {
     pub(crate) durable: bool,
 }
 
-/// Circuits: `NAME.json`, `retry:circuit:NAME`.
-pub(crate) const CIRCUIT: Kind = Kind {
-    file_prefix: "",
-    key_prefix: "retry:circuit:",
-    noun: "circuit state",
-    fallback: "treating the circuit as closed",
-    durable: true,
-};
-
 /// What a store found under a name, before any decoding.
 #[derive(Debug)]
 pub(crate) enum Loaded {
@@ -68,7 +57,7 @@ pub(crate) enum Loaded {
 
 /// The state after an update, and anything worth a warning on the way (a
 /// corrupt state that was read as closed).
-pub(crate) struct Updated<R = CircuitState> {
+pub(crate) struct Updated<R> {
     pub(crate) state: R,
     pub(crate) warning: Option<String>,
 }
@@ -108,7 +97,7 @@ impl Patience {
 
     /// A signal arrived, and this exchange gives way to it.
     pub(crate) fn interrupted(self) -> bool {
-        self.signals && crate::signals::terminating_arrived()
+        self.signals && crate::process::signals::terminating_arrived()
     }
 }
 
@@ -156,18 +145,6 @@ pub(crate) trait Store {
     /// For `--circuit-status` and the like: where record `name` is kept.
     fn describe_record(&self, kind: &Kind, name: &str) -> String;
 
-    /// Load circuit `name`, let `change` modify it, and store the result if
-    /// it changed: atomically with respect to every other process (and
-    /// host) using the same store. A missing or unreadable state is closed.
-    fn update(&self, name: &str, change: &mut dyn FnMut(&mut CircuitState)) -> Result<Updated> {
-        update_record(self, name, Patience::default(), change)
-    }
-
-    /// For messages: where circuit `name` is kept.
-    fn describe(&self, name: &str) -> String {
-        self.describe_record(&CIRCUIT, name)
-    }
-
     /// Whether a probe held by `pid` on `host` may still be running. Stores
     /// on one machine can look; shared ones trust the lease.
     fn probe_alive(&self, host: &str, pid: u32, my_host: &str) -> bool {
@@ -193,14 +170,6 @@ pub(crate) trait Record: Serialize + DeserializeOwned + Default + Clone + Partia
     /// that others may write, and must never make the arithmetic or the
     /// messages built on it fail.
     fn check(&self) -> Result<(), String>;
-}
-
-impl Record for CircuitState {
-    const KIND: Kind = CIRCUIT;
-
-    fn check(&self) -> Result<(), String> {
-        CircuitState::check(self)
-    }
 }
 
 /// Decode a stored record: bounded, well-formed JSON of the right shape,
@@ -303,6 +272,7 @@ pub(crate) fn one_line(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::circuit::Circuit;
+    use crate::circuit::breaker::CircuitState;
     use crate::circuit::breaker::{self, Phase, Probe, RunResult, Settings};
     use proptest::prelude::*;
     use std::cell::RefCell;
@@ -617,7 +587,7 @@ mod tests {
                 started_ms: 0,
                 lease_until_ms: 0,
             };
-            for now in [0, 1, crate::circuit::now_ms(), breaker::LATEST_MS, u64::MAX] {
+            for now in [0, 1, crate::state::now_ms(), breaker::LATEST_MS, u64::MAX] {
                 for result in [RunResult::Success, RunResult::Failure, RunResult::Aborted] {
                     let mut s = state.clone();
                     breaker::admit(&mut s, &settings, now, &me, |_| true);

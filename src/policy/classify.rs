@@ -18,9 +18,9 @@
 //! Rules 1-4 come in rule sets: the user's own first, then a preset's, so a
 //! flag on the command line always overrides the preset.
 
-use crate::child::{Ending, ProcessEnd};
-use crate::hint::Hint;
-use crate::rules::{OutputRule, RuleSet, RuleSource, Rules};
+use crate::outcome::Hint;
+use crate::policy::rules::{OutputRule, RuleSet, RuleSource, Rules};
+use crate::process::{Ending, ProcessEnd};
 
 /// What the runner saw of one attempt.
 #[derive(Clone, Debug)]

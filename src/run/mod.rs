@@ -9,8 +9,13 @@
 //! once; the retry budget's store, which cannot watch the pipe, gives way
 //! to a signal within 50 ms and never outlasts `--max-time`.
 
+mod attempt;
 mod budget;
+pub(crate) mod deliver;
+mod hint;
+mod hook;
 mod hooks;
+pub(crate) mod stdin;
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant, SystemTime};
@@ -19,32 +24,26 @@ use anyhow::{Context, Result, bail};
 use rand::rngs::{SmallRng, SysRng};
 use rand::{RngExt, SeedableRng};
 
-use crate::attempt::{self, AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
-use crate::backoff::{Backoff, Sleep};
 use crate::budget::Budget;
-use crate::child::{ChildIo, Ending, Launch};
-use crate::classify::{self, Class, Observation, Verdict};
-use crate::config::Config;
-use crate::decision::{self, Done, Limits, RunOutcome, SleepSource, Step};
-use crate::deliver::{HeldStdout, error_text};
+use crate::cli::config::Config;
 use crate::exit::ExitStatus;
-use crate::fd::own_fd;
-use crate::hint::{self, Hint, HintFile};
-use crate::output::ScanResult;
+use crate::outcome::{Hint, RunSummary};
+use crate::outcome::{RunOutcome, SleepSource};
+use crate::policy::backoff::{Backoff, Sleep};
+use crate::policy::classify::{self, Class, Observation, Verdict};
+use crate::policy::decision::{self, Done, Limits, Step};
 use crate::presets::advice::Advice;
+use crate::process::signals::{self, SignalEvents};
+use crate::process::{ChildIo, Ending, Launch};
 use crate::report::{AttemptRecord, DoneRecord, Reporter, SleepRecord, Verbosity};
-use crate::signals::{self, SignalEvents};
-use crate::stdin::StdinSource;
+use crate::run::deliver::{HeldStdout, error_text};
+use crate::run::stdin::StdinSource;
+use crate::scan::ScanResult;
+use crate::sys::fd::own_fd;
 use crate::text::{escape_controls, sanitize_line};
 use crate::values::human;
-
-/// What a finished run reports, beyond its exit status.
-pub(crate) struct RunSummary {
-    pub(crate) status: ExitStatus,
-    pub(crate) outcome: RunOutcome,
-    pub(crate) attempts: u64,
-    pub(crate) elapsed: Duration,
-}
+use attempt::{AttemptSpec, LostOutput, Outcome, OutputPlan, Stream};
+use hint::HintFile;
 
 /// Everything a run sets up once, before its first attempt.
 struct Run<'a> {
@@ -108,7 +107,7 @@ pub(crate) fn run(
     reporter.set_deadline(run.limits.deadline);
     // Words only `-v` shows: not formatted for nothing on every run.
     if config.report.verbosity == Verbosity::Verbose {
-        reporter.policy(&crate::explain::policy_line(config));
+        reporter.policy(&crate::cli::explain::policy_line(config));
         for line in config
             .rules
             .sets
@@ -200,7 +199,7 @@ impl<'a> Run<'a> {
             warned_lost: Vec::new(),
             own_group: !(config.foreground || in_terminal_foreground()),
             one_output_file: config.rules.patterns.is_some()
-                && crate::fd::same_file(own_fd(1), own_fd(2)),
+                && crate::sys::fd::same_file(own_fd(1), own_fd(2)),
             command_text: display_command(&config.command),
             advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
             choice_said: false,
@@ -307,9 +306,11 @@ impl<'a> Run<'a> {
                             source,
                         }),
                     );
-                    if let Some(signal) =
-                        signals::sleep_until(&mut signals.events, wake, crate::child::reap_orphans)
-                    {
+                    if let Some(signal) = signals::sleep_until(
+                        &mut signals.events,
+                        wake,
+                        crate::process::reap_orphans,
+                    ) {
                         return Ok(Done::interrupted(signal));
                     }
                     let previous = &judged.outcome.ending;

@@ -7,17 +7,22 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::backoff::Policy;
 use crate::budget::bucket::BudgetSettings;
 use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
-use crate::circuit::{CircuitConfig, StateConfig};
+use crate::circuit::CircuitConfig;
 use crate::cli::Cli;
-use crate::generate::Kind as GenerateKind;
+use crate::cli::StdinMode;
+use crate::cli::generate::Kind as GenerateKind;
+use crate::policy::backoff::Policy;
+use crate::policy::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rules};
 use crate::presets::{self, Request, Sources};
 use crate::report::{CiSettings, LogFormat, ReportSettings, Verbosity};
-use crate::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rules};
-use crate::stdin::StdinMode;
+use crate::state::StateConfig;
 use crate::values::CodeSet;
+
+/// How long `--on-give-up` may run when no `--timeout` is given: an alert
+/// that hangs must not hold the run (and whatever waits for it) forever.
+pub(crate) const GIVE_UP_LIMIT: Duration = Duration::from_secs(60);
 
 /// What this invocation does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -322,7 +327,7 @@ impl Config {
             _ => None,
         };
         if let Some((url, origin)) = &url {
-            crate::circuit::check_state_url(url, origin).map_err(UsageError)?;
+            crate::state::check_state_url(url, origin).map_err(UsageError)?;
         }
         let url = url.map(|(url, _)| url);
         let state = StateConfig {

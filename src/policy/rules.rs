@@ -8,7 +8,7 @@
 use regex::bytes::Regex;
 use regex_automata::{meta, util::syntax};
 
-use crate::output::PatternSet;
+use crate::scan::PatternSet;
 use crate::values::CodeSet;
 
 /// Where a rule set comes from; messages name it.

@@ -6,17 +6,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use crate::outcome::Hint;
 use crate::safe_fs::{self, Kind, PrivateDir, Unreadable};
 use crate::text::sanitize_line;
 use crate::values::parse_duration;
-
-/// The word an attempt wrote to `$RETRY_HINT_FILE`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hint {
-    Permanent,
-    Transient,
-    RetryAfter(Duration),
-}
 
 /// The most a hint file may hold: one word needs a few bytes.
 const MAX_HINT_BYTES: usize = 4096;

@@ -32,8 +32,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-use crate::fd::Outlet;
 use crate::safe_fs;
+use crate::sys::fd::Outlet;
 
 /// Prefix and suffix of the named temporary files of `-o` (the fallback, and
 /// the moment between linking an unnamed file and renaming it).

@@ -15,13 +15,9 @@
 use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant};
 
-use crate::child::{self, ChildIo, Ending, Launch};
-use crate::fd::own_fd;
-use crate::signals::{Events, Inherited};
-
-/// How long `--on-give-up` may run when no `--timeout` is given: an alert
-/// that hangs must not hold the run (and whatever waits for it) forever.
-pub(crate) const GIVE_UP_LIMIT: Duration = Duration::from_secs(60);
+use crate::process::signals::{Events, Inherited};
+use crate::process::{self, ChildIo, Ending, Launch};
+use crate::sys::fd::own_fd;
 
 /// One hook to run.
 pub(crate) struct Hook<'a> {
@@ -69,7 +65,7 @@ pub(crate) fn run(hook: Hook<'_>, events: &mut Events) -> HookRun {
         stdout: to_our_stderr(),
         stderr: to_our_stderr(),
     };
-    let ending = match child::spawn(&launch) {
+    let ending = match process::spawn(&launch) {
         Ok(running) => {
             // Our copies of its descriptors go before we wait.
             drop(launch);

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo};
 
-use crate::circuit::store::{Interrupted, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, one_line};
-use crate::signals::terminating_arrived;
+use crate::process::signals::terminating_arrived;
+use crate::state::store::{Interrupted, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, one_line};
 
 /// The longest reply line (status, error, length) read.
 const MAX_LINE: usize = 4096;

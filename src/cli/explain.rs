@@ -11,10 +11,10 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
-use crate::backoff::Policy;
-use crate::config::Config;
-use crate::hook::GIVE_UP_LIMIT;
-use crate::rules::{RuleSource, Rules};
+use crate::cli::config::Config;
+use crate::cli::config::GIVE_UP_LIMIT;
+use crate::policy::backoff::Policy;
+use crate::policy::rules::{RuleSource, Rules};
 use crate::text::sanitize_line;
 use crate::values::Jitter;
 use crate::values::human;

@@ -39,7 +39,7 @@ use regex_syntax::hir::{
     Repetition,
 };
 
-use crate::fd::{Outlet, wait_readable};
+use crate::sys::fd::{Outlet, wait_readable};
 
 /// Longest line (prefix) the scanner keeps for matching.
 pub(crate) const LINE_WINDOW: usize = 64 * 1024;

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::child::{ChildIo, Ending, Launch, ProcessEnd};
-use crate::fd::{CancelPipe, Outlet, pipe};
-use crate::output::{Destination, PatternSet, PumpReport, ScanResult, pump};
-use crate::signals::Events;
-use crate::stdin::AttemptStdin;
+use crate::process::signals::Events;
+use crate::process::{ChildIo, Ending, Launch, ProcessEnd};
+use crate::run::stdin::AttemptStdin;
+use crate::scan::{Destination, PatternSet, PumpReport, ScanResult, pump};
+use crate::sys::fd::{CancelPipe, Outlet, pipe};
 
 /// How long pumps may keep draining after the attempt's process is gone.
 const DRAIN: Duration = Duration::from_millis(200);
@@ -75,7 +75,7 @@ pub(crate) struct Outcome {
 /// system allows, so a fast writer needs fewer round trips through us.
 fn output_pipe() -> Result<(OwnedFd, OwnedFd)> {
     let (source, sink) = pipe()?;
-    let _ = rustix::pipe::fcntl_setpipe_size(&sink, crate::output::CHUNK);
+    let _ = rustix::pipe::fcntl_setpipe_size(&sink, crate::scan::CHUNK);
     Ok((source, sink))
 }
 
@@ -162,7 +162,7 @@ pub(crate) fn run(
 
     let Some((pump_cancel, feed_cancel)) = cancels else {
         // Nothing to pump or feed: no threads, no pipes.
-        let running = match crate::child::spawn(&spec.launch) {
+        let running = match crate::process::spawn(&spec.launch) {
             Ok(running) => running,
             Err(process) => return Ok(Outcome::unpumped(Ending::not_started(process), started)),
         };
@@ -201,7 +201,7 @@ pub(crate) fn run(
                 .ok()
         });
         let spawned = match no_thread {
-            None => Ok(crate::child::spawn(&spec.launch)),
+            None => Ok(crate::process::spawn(&spec.launch)),
             Some(err) => Err(err),
         };
         // Close our copies of the child's ends, or the pumps never see EOF.
@@ -234,7 +234,7 @@ pub(crate) fn run(
                 // Or held in a write by a reader downstream that takes
                 // nothing: let go of it once the run is ending, so that
                 // neither a signal nor a time limit waits for that reader.
-                let ending_now = crate::signals::terminating_arrived()
+                let ending_now = crate::process::signals::terminating_arrived()
                     || ending.as_ref().is_ok_and(|ending| ending.timed_out)
                     || spec
                         .deadline
@@ -242,7 +242,7 @@ pub(crate) fn run(
                 if ending_now {
                     abandon.store(true, Ordering::SeqCst);
                 }
-                match reports.recv_timeout(crate::fd::STALL_SLICE) {
+                match reports.recv_timeout(crate::sys::fd::STALL_SLICE) {
                     Ok(report) => collected.push(report),
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,

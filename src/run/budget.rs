@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use super::{Judged, Run};
 use crate::budget::Withdrawal;
-use crate::circuit::store::{Interrupted, Patience};
-use crate::decision::{self, Done};
+use crate::policy::decision::{self, Done};
+use crate::process::signals::{self, SignalEvents};
 use crate::report::Reporter;
-use crate::signals::{self, SignalEvents};
+use crate::state::store::{Interrupted, Patience};
 
 impl Run<'_> {
     /// How long the budget's store may hold the run up: not past

@@ -14,6 +14,7 @@
 //! the terminal already delivered to it). There, termination goes to each
 //! process the attempt started (`tree`), as no group id names them.
 
+pub(crate) mod signals;
 mod spawn;
 mod tree;
 
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
 
 use crate::exit::ExitStatus;
-use crate::signals::{Event, Events, Inherited};
+use crate::process::signals::{Event, Events, Inherited};
 
 /// How the child process itself ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,6 +6,10 @@
 // Doc comments here are the help text users read, not rustdoc.
 #![allow(clippy::doc_markdown)]
 
+pub(crate) mod config;
+pub(crate) mod explain;
+pub(crate) mod generate;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,10 +18,22 @@ use clap::error::ErrorKind;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 
-use crate::generate::Kind as GenerateKind;
+use crate::cli::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
-use crate::stdin::StdinMode;
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
+
+/// `--stdin`: what each attempt reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StdinMode {
+    /// A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)
+    Auto,
+    /// Every attempt reads the same complete input (a pipe is spooled to disk)
+    Replay,
+    /// Handed to the child as it is
+    Inherit,
+    /// /dev/null
+    Null,
+}
 
 const BACKOFF: &str = "Backoff";
 const LIMITS: &str = "Limits";

@@ -432,7 +432,7 @@ impl Store for FileStore {
 mod tests {
     use super::*;
     use crate::circuit::breaker::{CircuitState, Phase};
-    use crate::circuit::store::CIRCUIT;
+    use crate::circuit::{CIRCUIT, CircuitStore};
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -502,7 +502,7 @@ mod tests {
         let store = FileStore::open(dir.path(), SECOND).unwrap();
         // A valid open state, padded past the bound.
         let open = serde_json::json!({
-            "phase": "open", "failures": 3, "open_until_ms": crate::circuit::now_ms() + 3_600_000,
+            "phase": "open", "failures": 3, "open_until_ms": crate::state::now_ms() + 3_600_000,
             "cooldown_ms": 3_600_000, "probe": null, "updated_ms": 0
         });
         let mut text = " ".repeat(MAX_RECORD_BYTES);
@@ -529,7 +529,7 @@ mod tests {
         let outside = private();
         let target = outside.path().join("target.json");
         let open = serde_json::json!({
-            "phase": "open", "failures": 3, "open_until_ms": crate::circuit::now_ms() + 3_600_000,
+            "phase": "open", "failures": 3, "open_until_ms": crate::state::now_ms() + 3_600_000,
             "cooldown_ms": 3_600_000, "probe": null, "updated_ms": 0
         })
         .to_string();

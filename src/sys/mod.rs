@@ -1,0 +1,3 @@
+//! The one room for `unsafe` code that talks to the operating system.
+
+pub(crate) mod fd;
