@@ -11,8 +11,7 @@
 //! record at most) and arrays (a few items) beyond their limits are
 //! protocol errors, never allocations a server can size.
 //!
-//! URLs are still parsed by the `redis` crate, so every URL accepted before
-//! is accepted now.
+//! URLs are parsed by `url`.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
@@ -22,8 +21,7 @@ use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo};
-
+use super::url::{Addr, RedisUrl};
 use crate::circuit::store::{Interrupted, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, one_line};
 use crate::signals::terminating_arrived;
 
@@ -300,16 +298,16 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    /// Connect as `info` says, all within `deadline`.
-    pub(super) fn open(info: &ConnectionInfo, deadline: &Deadline) -> Result<Connection, Trouble> {
+    /// Connect as `url` says, all within `deadline`.
+    pub(super) fn open(url: &RedisUrl, deadline: &Deadline) -> Result<Connection, Trouble> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        Connection::open_trusting(info, deadline, roots)
+        Connection::open_trusting(url, deadline, roots)
     }
 
     /// The same, with TLS certificates checked against `roots`.
     fn open_trusting(
-        info: &ConnectionInfo,
+        url: &RedisUrl,
         deadline: &Deadline,
         roots: rustls::RootCertStore,
     ) -> Result<Connection, Trouble> {
@@ -317,13 +315,12 @@ impl Connection {
             socket,
             deadline: *deadline,
         };
-        let stream = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => Stream::Tcp(timed(tcp(host, *port, deadline)?)),
-            ConnectionAddr::TcpTls {
+        let stream = match &url.addr {
+            Addr::Tcp { host, port } => Stream::Tcp(timed(tcp(host, *port, deadline)?)),
+            Addr::Tls {
                 host,
                 port,
                 insecure,
-                ..
             } => {
                 if *insecure {
                     return Err(Trouble::Other(
@@ -334,34 +331,34 @@ impl Connection {
                 let socket = timed(tcp(host, *port, deadline)?);
                 Stream::Tls(Box::new(tls(host, socket, roots)?))
             }
-            ConnectionAddr::Unix(path) => Stream::Unix(Timed {
+            Addr::Unix(path) => Stream::Unix(Timed {
                 socket: unix(path.clone(), deadline)?,
                 deadline: *deadline,
             }),
-            _ => return Err(Trouble::Other("an address of an unsupported kind".into())),
         };
         let mut connection = Connection {
             stream,
             buf: Vec::new(),
             at: 0,
         };
-        connection.handshake(info.redis_settings())?;
+        connection.handshake(url)?;
         Ok(connection)
     }
 
-    /// AUTH and SELECT, in one round trip.
-    fn handshake(&mut self, settings: &RedisConnectionInfo) -> Result<(), Trouble> {
-        let db = settings.db().to_string();
+    /// AUTH (only with a password) and SELECT (only for a database other
+    /// than 0), in one round trip.
+    fn handshake(&mut self, url: &RedisUrl) -> Result<(), Trouble> {
+        let db = url.db.to_string();
         let mut auth: Vec<&[u8]> = vec![b"AUTH"];
-        if let Some(user) = settings.username() {
+        if let Some(user) = &url.username {
             auth.push(user.as_bytes());
         }
         let mut commands: Vec<Vec<&[u8]>> = Vec::new();
-        if let Some(password) = settings.password() {
+        if let Some(password) = &url.password {
             auth.push(password.as_bytes());
             commands.push(auth);
         }
-        if settings.db() != 0 {
+        if url.db != 0 {
             commands.push(vec![b"SELECT", db.as_bytes()]);
         }
         if commands.is_empty() {
@@ -602,10 +599,7 @@ mod tests {
 
     /// A server that answers the first request with `reply`, then holds
     /// the connection for `hold`.
-    fn answering(
-        reply: &'static [u8],
-        hold: Duration,
-    ) -> (ConnectionInfo, std::thread::JoinHandle<()>) {
+    fn answering(reply: &'static [u8], hold: Duration) -> (RedisUrl, std::thread::JoinHandle<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
@@ -615,10 +609,7 @@ mod tests {
             let _ = stream.write_all(reply);
             std::thread::sleep(hold);
         });
-        let info = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
-            .unwrap()
-            .get_connection_info()
-            .clone();
+        let info = super::super::url::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap();
         (info, server)
     }
 
@@ -843,12 +834,7 @@ mod tests {
         roots
             .add(std::fs::read(d.join("ca.der")).unwrap().into())
             .unwrap();
-        let info = |url: String| {
-            redis::Client::open(url)
-                .unwrap()
-                .get_connection_info()
-                .clone()
-        };
+        let info = |url: String| super::super::url::parse(&url).unwrap();
         let deadline = Deadline::new(Duration::from_secs(5), Patience::default());
         let result = Connection::open_trusting(
             &info(format!("rediss://localhost:{port}/1")),
@@ -885,10 +871,7 @@ mod tests {
             std::thread::sleep(Duration::from_secs(2));
             drop(held);
         });
-        let info = redis::Client::open(format!("rediss://localhost:{port}/0"))
-            .unwrap()
-            .get_connection_info()
-            .clone();
+        let info = super::super::url::parse(&format!("rediss://localhost:{port}/0")).unwrap();
         let started = Instant::now();
         // The handshake happens with the first command.
         let result = Connection::open(
