@@ -23,6 +23,7 @@
 //!   corrupt. Everything the server says reaches messages as one line.
 
 mod resp;
+pub(crate) mod tls;
 pub(crate) mod url;
 
 use std::time::Duration;
@@ -35,10 +36,13 @@ use super::store::{
     Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, Store, one_line, too_large,
 };
 use resp::{Connection, Deadline, Reply, Trouble};
+use tls::{Certificate, Trust};
 use url::RedisUrl;
 
 pub(crate) struct RedisStore {
     url: RedisUrl,
+    /// Whom a `rediss://` server's certificate must chain to.
+    trust: Trust,
     /// The URL without its credentials, for messages.
     shown: String,
     timeout: Duration,
@@ -93,10 +97,20 @@ impl RedisStore {
     pub(crate) fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
         Ok(RedisStore {
             url: parse_url(url, "--state-url")?,
+            trust: Trust::default(),
             shown: redact(url),
             timeout,
             ttl,
         })
+    }
+
+    /// Trust the CA certificates `extra` too (`--state-ca`), for a
+    /// `rediss://` URL.
+    pub(crate) fn trusting(self, extra: Vec<Certificate>) -> RedisStore {
+        RedisStore {
+            trust: Trust::new(extra),
+            ..self
+        }
     }
 
     /// One line, saying plainly what happened.
@@ -132,7 +146,7 @@ impl RedisStore {
         key: &str,
         change: &mut Change<'_>,
     ) -> Result<(), Trouble> {
-        let mut connection = Connection::open(&self.url, deadline)?;
+        let mut connection = Connection::open(&self.url, deadline, &self.trust)?;
         let ttl_ms = self.ttl.as_millis().min(i64::MAX as u128).to_string();
         let last_byte = MAX_RECORD_BYTES.to_string();
         let mut aborted = 0;

@@ -11,7 +11,7 @@
 //! record at most) and arrays (a few items) beyond their limits are
 //! protocol errors, never allocations a server can size.
 //!
-//! URLs are parsed by `url`.
+//! URLs are parsed by `url`, and TLS trusts what `tls` says.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
+use super::tls::Trust;
 use super::url::{Addr, RedisUrl};
 use crate::circuit::store::{Interrupted, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, one_line};
 use crate::signals::terminating_arrived;
@@ -138,12 +139,29 @@ impl From<io::Error> for Trouble {
         {
             return Trouble::Interrupted;
         }
+        if let Some(tls) = err
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Trouble::Other(tls_trouble(tls));
+        }
         match err.kind() {
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Trouble::TimedOut,
             io::ErrorKind::ConnectionRefused => Trouble::Refused,
             io::ErrorKind::UnexpectedEof => closed(),
             _ => Trouble::Other(err.to_string()),
         }
+    }
+}
+
+/// A TLS failure, and what to do about the common one: a certificate
+/// from a CA retry does not trust.
+fn tls_trouble(err: &rustls::Error) -> String {
+    match err {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => format!(
+            "{err} (no trusted CA signed the server's certificate: --state-ca FILE or RETRY_STATE_CA adds one)"
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -298,18 +316,12 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    /// Connect as `url` says, all within `deadline`.
-    pub(super) fn open(url: &RedisUrl, deadline: &Deadline) -> Result<Connection, Trouble> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        Connection::open_trusting(url, deadline, roots)
-    }
-
-    /// The same, with TLS certificates checked against `roots`.
-    fn open_trusting(
+    /// Connect as `url` says, all within `deadline`; a TLS server's
+    /// certificate is checked against the roots `trust` gives.
+    pub(super) fn open(
         url: &RedisUrl,
         deadline: &Deadline,
-        roots: rustls::RootCertStore,
+        trust: &Trust,
     ) -> Result<Connection, Trouble> {
         let timed = |socket| Timed {
             socket,
@@ -329,7 +341,10 @@ impl Connection {
                     ));
                 }
                 let socket = timed(tcp(host, *port, deadline)?);
-                Stream::Tls(Box::new(tls(host, socket, roots)?))
+                let config = trust
+                    .config()
+                    .map_err(|err| Trouble::Other(format!("TLS: {err}")))?;
+                Stream::Tls(Box::new(tls(host, socket, config)?))
             }
             Addr::Unix(path) => Stream::Unix(Timed {
                 socket: unix(path.clone(), deadline)?,
@@ -573,21 +588,16 @@ fn unix(path: PathBuf, deadline: &Deadline) -> Result<UnixStream, Trouble> {
     off_thread(deadline, move || UnixStream::connect(path))
 }
 
-/// TLS as the `redis` crate set it up: the webpki roots, no client
-/// certificate; the handshake runs on the timed socket.
-fn tls(host: &str, socket: Timed<TcpStream>, roots: rustls::RootCertStore) -> Result<Tls, Trouble> {
+/// TLS with `config` (see `tls`); the handshake runs on the timed socket.
+fn tls(
+    host: &str,
+    socket: Timed<TcpStream>,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<Tls, Trouble> {
     let failed = |err: &dyn std::fmt::Display| Trouble::Other(format!("TLS: {err}"));
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|err| failed(&err))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
     let name =
         rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|err| failed(&err))?;
-    let connection =
-        rustls::ClientConnection::new(Arc::new(config), name).map_err(|err| failed(&err))?;
+    let connection = rustls::ClientConnection::new(config, name).map_err(|err| failed(&err))?;
     Ok(rustls::StreamOwned::new(connection, socket))
 }
 
@@ -633,7 +643,7 @@ mod tests {
     fn one_reply(reply: &'static [u8]) -> Result<Reply, Trouble> {
         let (info, server) = answering(reply, Duration::from_millis(300));
         let deadline = Deadline::new(Duration::from_millis(200), Patience::default());
-        let mut connection = Connection::open(&info, &deadline)?;
+        let mut connection = Connection::open(&info, &deadline, &Trust::default())?;
         connection.send(&[vec![b"PING"]])?;
         let reply = connection.read();
         drop(connection);
@@ -693,10 +703,11 @@ mod tests {
         let (info, server) = answering(b"+O", Duration::from_secs(2));
         let started = Instant::now();
         let deadline = Deadline::new(Duration::from_millis(200), Patience::default());
-        let result = Connection::open(&info, &deadline).and_then(|mut connection| {
-            connection.send(&[vec![b"PING"]])?;
-            connection.read()
-        });
+        let result =
+            Connection::open(&info, &deadline, &Trust::default()).and_then(|mut connection| {
+                connection.send(&[vec![b"PING"]])?;
+                connection.read()
+            });
         let waited = started.elapsed();
         assert!(matches!(result, Err(Trouble::TimedOut)), "{result:?}");
         server.join().unwrap();
@@ -717,8 +728,8 @@ mod tests {
     }
 
     /// The whole TLS path against a real `redis-server --tls-port`, with a
-    /// certificate authority of the test's own (the binary trusts only the
-    /// webpki roots, which no test certificate chains to).
+    /// certificate authority of the test's own (which neither the webpki
+    /// roots nor the system's store contain).
     #[test]
     fn tls_to_a_real_server_works_and_is_checked() {
         let dir = tempfile::tempdir().unwrap();
@@ -830,27 +841,28 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(std::fs::read(d.join("ca.der")).unwrap().into())
-            .unwrap();
+        let trusting = Trust::new(vec![std::fs::read(d.join("ca.der")).unwrap().into()]);
         let info = |url: String| super::super::url::parse(&url).unwrap();
         let deadline = Deadline::new(Duration::from_secs(5), Patience::default());
-        let result = Connection::open_trusting(
+        let result = Connection::open(
             &info(format!("rediss://localhost:{port}/1")),
             &deadline,
-            roots.clone(),
+            &trusting,
         )
         .and_then(|mut connection| {
             connection.send(&[vec![b"PING"]])?;
             connection.read()
         });
-        // Not trusted by the webpki roots alone: refused, in one line.
-        let untrusted = Connection::open(&info(format!("rediss://localhost:{port}/0")), &deadline)
-            .and_then(|mut connection| {
-                connection.send(&[vec![b"PING"]])?;
-                connection.read()
-            });
+        // Not trusted by the webpki roots and the system's: refused, in one line.
+        let untrusted = Connection::open(
+            &info(format!("rediss://localhost:{port}/0")),
+            &deadline,
+            &Trust::default(),
+        )
+        .and_then(|mut connection| {
+            connection.send(&[vec![b"PING"]])?;
+            connection.read()
+        });
         let _ = server.kill();
         let _ = server.wait();
         assert_eq!(result.unwrap(), Reply::Status("PONG".into()));
@@ -877,6 +889,7 @@ mod tests {
         let result = Connection::open(
             &info,
             &Deadline::new(Duration::from_millis(300), Patience::default()),
+            &Trust::default(),
         )
         .and_then(|mut connection| {
             connection.send(&[vec![b"PING"]])?;

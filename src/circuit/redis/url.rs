@@ -60,6 +60,13 @@ pub(crate) struct RedisUrl {
     pub(crate) password: Option<String>,
 }
 
+impl RedisUrl {
+    /// `rediss://`: TLS, so a `--state-ca` means something.
+    pub(crate) fn uses_tls(&self) -> bool {
+        matches!(self.addr, Addr::Tls { .. })
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Tcp,
@@ -608,6 +615,9 @@ mod tests {
                 "{input}"
             );
         }
+        assert!(parse("rediss://h").unwrap().uses_tls());
+        assert!(!parse("redis://h").unwrap().uses_tls());
+        assert!(!parse("redis+unix:///s").unwrap().uses_tls());
     }
 
     #[test]
