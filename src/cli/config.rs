@@ -329,10 +329,37 @@ impl Config {
         if let Some((url, origin)) = &url {
             crate::state::check_state_url(url, origin).map_err(UsageError)?;
         }
+        // --state-ca, else RETRY_STATE_CA, for a rediss:// URL: read now,
+        // so that a bad file stops the run before anything runs. On the
+        // command line without one it would be ignored silently: refused,
+        // as a state flag without a circuit or a budget is; the variable
+        // is read only by the runs that use TLS.
+        let tls = url
+            .as_ref()
+            .is_some_and(|(url, _)| crate::state::state_url_uses_tls(url));
+        let ca = match (&cli.state_ca, tls) {
+            (Some(path), true) => {
+                crate::state::read_state_ca(path, "--state-ca").map_err(UsageError)?
+            }
+            (Some(path), false) => {
+                return Err(UsageError(format!(
+                    "--state-ca {}: only a rediss:// state URL (--state-url or RETRY_STATE_URL) uses it, and none is in use",
+                    path.display()
+                )));
+            }
+            // Empty counts as unset.
+            (None, true) => match std::env::var_os("RETRY_STATE_CA").filter(|v| !v.is_empty()) {
+                Some(path) => crate::state::read_state_ca(&PathBuf::from(path), "RETRY_STATE_CA")
+                    .map_err(UsageError)?,
+                None => Vec::new(),
+            },
+            (None, false) => Vec::new(),
+        };
         let url = url.map(|(url, _)| url);
         let state = StateConfig {
             dir: cli.state_dir.clone(),
             url,
+            ca,
             timeout: cli.state_timeout,
         };
         let budget = cli.budget.map(|name| BudgetConfig {

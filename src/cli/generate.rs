@@ -117,6 +117,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS) where circuits and budgets are kept, shared by a fleet; the same as --state-url, but ignored when --state-dir is given, and empty counts as unset. Read only when a circuit or budget needs a store.",
     ),
     (
+        "RETRY_STATE_CA",
+        "A PEM file of CA certificates a rediss:// server's certificate may chain to, besides the system's trust store and the public web roots; the same as --state-ca, which wins. Empty counts as unset. Read only when a rediss:// URL is used.",
+    ),
+    (
         "RETRY_PRESETS",
         "A presets file read instead of $XDG_CONFIG_HOME/retry/presets.toml (see PRESETS); it must exist. Empty counts as unset.",
     ),

@@ -296,6 +296,10 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "URL", help_heading = STATE)]
     pub(crate) state_url: Option<String>,
 
+    /// Also trust the CA certificates (PEM) in FILE for a rediss:// state URL, besides the system's trust store and the public web roots [env: RETRY_STATE_CA]
+    #[arg(long, value_name = "FILE", help_heading = STATE)]
+    pub(crate) state_ca: Option<PathBuf>,
+
     /// One deadline for each exchange with the state store (the file lock's wait, or Redis from connecting on); past it the job runs as if there were no circuit or budget, with a warning
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = STATE)]
     pub(crate) state_timeout: Duration,
@@ -411,12 +415,13 @@ fn escape_non_utf8(bytes: &[u8], escape: impl Fn(&[u8]) -> String) -> String {
 
 /// Flags that only a circuit (or a budget) reads, and what must be named
 /// for them to mean anything; without it they would be ignored silently.
-const NEEDS_A_STORE: [(&str, &str, &[&str]); 6] = [
+const NEEDS_A_STORE: [(&str, &str, &[&str]); 7] = [
     ("circuit_threshold", "a circuit", &["circuit"]),
     ("circuit_cooldown", "a circuit", &["circuit"]),
     ("circuit_max_cooldown", "a circuit", &["circuit"]),
     ("state_dir", "a circuit or a budget", &["circuit", "budget"]),
     ("state_url", "a circuit or a budget", &["circuit", "budget"]),
+    ("state_ca", "a circuit or a budget", &["circuit", "budget"]),
     (
         "state_timeout",
         "a circuit or a budget",

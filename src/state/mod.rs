@@ -23,6 +23,9 @@ pub(crate) struct StateConfig {
     pub(crate) dir: Option<PathBuf>,
     /// `--state-url` (or `RETRY_STATE_URL`): keep state in Redis.
     pub(crate) url: Option<String>,
+    /// `--state-ca` (or `RETRY_STATE_CA`): CA certificates a `rediss://`
+    /// server's may chain to, besides the web roots and the system's.
+    pub(crate) ca: Vec<redis::tls::Certificate>,
     /// `--state-timeout`: one deadline for a whole exchange with the store
     /// (the file lock's wait included).
     pub(crate) timeout: Duration,
@@ -125,7 +128,8 @@ fn password_home() -> Option<PathBuf> {
 /// nobody touches.
 pub(crate) fn open_store(state: &StateConfig, ttl: Duration) -> Result<Box<dyn Store>> {
     if let Some(url) = &state.url {
-        return Ok(Box::new(redis::RedisStore::open(url, state.timeout, ttl)?));
+        let store = redis::RedisStore::open(url, state.timeout, ttl)?;
+        return Ok(Box::new(store.trusting(state.ca.clone())));
     }
     let dir = match &state.dir {
         Some(dir) => dir.clone(),
@@ -141,6 +145,23 @@ pub(crate) fn check_state_url(url: &str, origin: &str) -> Result<(), String> {
     redis::parse_url(url, origin)
         .map(|_| ())
         .map_err(|err| format!("{err:#}"))
+}
+
+/// Whether a state URL (checked before) is `rediss://`, the one kind a
+/// `--state-ca` is for.
+pub(crate) fn state_url_uses_tls(url: &str) -> bool {
+    redis::url::parse(url).is_ok_and(|url| url.uses_tls())
+}
+
+/// The CA certificates of `--state-ca FILE` (or `RETRY_STATE_CA`), read
+/// while the configuration is built, so a missing, unreadable or non-PEM
+/// file is a usage error before anything runs. The error names `origin`
+/// and the file.
+pub(crate) fn read_state_ca(
+    path: &Path,
+    origin: &str,
+) -> Result<Vec<redis::tls::Certificate>, String> {
+    redis::tls::read_ca(path).map_err(|why| format!("{origin} {}: {why}", path.display()))
 }
 
 /// How far ahead of this host's clock a time in a shared store is

@@ -23,6 +23,8 @@
 //!   corrupt. Everything the server says reaches messages as one line.
 
 mod resp;
+pub(crate) mod tls;
+pub(crate) mod url;
 
 use std::time::Duration;
 
@@ -34,9 +36,13 @@ use super::store::{
     Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, Store, one_line, too_large,
 };
 use resp::{Connection, Deadline, Reply, Trouble};
+use tls::{Certificate, Trust};
+use url::RedisUrl;
 
 pub(crate) struct RedisStore {
-    info: redis::ConnectionInfo,
+    url: RedisUrl,
+    /// Whom a `rediss://` server's certificate must chain to.
+    trust: Trust,
     /// The URL without its credentials, for messages.
     shown: String,
     timeout: Duration,
@@ -72,14 +78,14 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// `url` as a Redis client; an error names `origin`, the flag or the
-/// environment variable the URL came from.
-pub(crate) fn parse_url(url: &str, origin: &str) -> Result<redis::Client> {
-    redis::Client::open(url).map_err(|err| {
+/// `url` parsed; an error names `origin`, the flag or the environment
+/// variable the URL came from.
+pub(crate) fn parse_url(url: &str, origin: &str) -> Result<RedisUrl> {
+    url::parse(url).map_err(|why| {
         anyhow::anyhow!(
             "{origin} {}: not a usable Redis URL ({})",
             redact(url),
-            one_line(&err.to_string())
+            one_line(&why)
         )
     })
 }
@@ -89,13 +95,22 @@ impl RedisStore {
     /// was checked before: a malformed one never gets here from
     /// `RETRY_STATE_URL`.)
     pub(crate) fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
-        let client = parse_url(url, "--state-url")?;
         Ok(RedisStore {
-            info: client.get_connection_info().clone(),
+            url: parse_url(url, "--state-url")?,
+            trust: Trust::default(),
             shown: redact(url),
             timeout,
             ttl,
         })
+    }
+
+    /// Trust the CA certificates `extra` too (`--state-ca`), for a
+    /// `rediss://` URL.
+    pub(crate) fn trusting(self, extra: Vec<Certificate>) -> RedisStore {
+        RedisStore {
+            trust: Trust::new(extra),
+            ..self
+        }
     }
 
     /// One line, saying plainly what happened.
@@ -131,7 +146,7 @@ impl RedisStore {
         key: &str,
         change: &mut Change<'_>,
     ) -> Result<(), Trouble> {
-        let mut connection = Connection::open(&self.info, deadline)?;
+        let mut connection = Connection::open(&self.url, deadline, &self.trust)?;
         let ttl_ms = self.ttl.as_millis().min(i64::MAX as u128).to_string();
         let last_byte = MAX_RECORD_BYTES.to_string();
         let mut aborted = 0;

@@ -708,3 +708,361 @@ fn an_unreachable_budget_store_still_lets_the_job_retry_at_once() {
         started.elapsed()
     );
 }
+
+/// Run `openssl` in `dir`; whether it succeeded.
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// A private CA in `dir` (`ca.pem`) and a certificate it signed for
+/// 127.0.0.1 (`server.pem`, `server.key`); `false` without openssl.
+fn make_private_ca(dir: &std::path::Path) -> bool {
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=retry test private CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ],
+    ) && openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+    ) && openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ],
+    )
+}
+
+/// A redis-server that speaks only TLS, on 127.0.0.1, with the
+/// certificate `make_private_ca` made in `dir`; `None` (saying why) when
+/// this machine's redis-server has no TLS.
+fn start_tls_redis(dir: &std::path::Path) -> Option<Redis> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = dir.join("redis.log");
+    let mut process = Command::new("redis-server")
+        .args(["--port", "0", "--tls-port", &port.to_string()])
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args([
+            "--tls-cert-file",
+            "server.pem",
+            "--tls-key-file",
+            "server.key",
+        ])
+        .args(["--tls-auth-clients", "no"])
+        .current_dir(dir)
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = process.try_wait().unwrap() {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            eprintln!(
+                "SKIPPED: this redis-server has no TLS (it exited with {status} given --tls-port: {})",
+                said.trim().lines().last().unwrap_or("")
+            );
+            return None;
+        }
+        assert!(
+            Instant::now() < end,
+            "redis-server did not listen on TLS port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(Redis {
+        process: Some(process),
+        port,
+        password: None,
+    })
+}
+
+#[test]
+fn a_rediss_server_with_a_private_ca_is_trusted_with_state_ca_and_only_then() {
+    let found = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "redis-server is required in CI (scripts/test installs it)"
+        );
+        eprintln!("SKIPPED: no redis-server binary found (apt-get install redis-server)");
+        return;
+    }
+    let work = scratch();
+    let dir = work.path();
+    if !make_private_ca(dir) {
+        eprintln!("SKIPPED: no openssl to make the test's CA");
+        return;
+    }
+    let Some(redis) = start_tls_redis(dir) else {
+        return;
+    };
+    let url = format!("rediss://127.0.0.1:{}/0", redis.port);
+    let ca = dir.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    // Opens after 2 failed runs: two runs that record a failure through
+    // Redis open it, and the next is refused, which only a store that
+    // really kept the state can tell.
+    let run = |name: &str| {
+        let mut command = retry();
+        command
+            .args(["-n", "1", "--circuit", name, "--circuit-threshold", "2"])
+            .args(["--circuit-cooldown", "10m", "--state-url", &url]);
+        command
+    };
+
+    // Not trusted: the public roots and the system's store do not have
+    // the CA. As for any store that cannot be used, the job runs anyway,
+    // and the warning says what to do.
+    let out = run("tls-untrusted")
+        .args(["--", "sh", "-c", "echo ran; exit 3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    assert!(
+        stderr.contains(&format!("Redis at {url}: invalid peer certificate"))
+            && stderr.contains("no trusted CA signed the server's certificate")
+            && stderr.contains("--state-ca FILE or RETRY_STATE_CA")
+            && stderr.contains("running as if it were closed"),
+        "{stderr}"
+    );
+
+    // --state-ca: trusted; the state is in Redis.
+    for _ in 0..2 {
+        run("tls-flag")
+            .args(["--state-ca", ca, "--", "false"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("warning").not());
+    }
+    run("tls-flag")
+        .args(["--state-ca", ca, "--", "true"])
+        .assert()
+        .code(75)
+        .stderr(predicate::str::contains("circuit tls-flag is open"));
+    retry()
+        .args([
+            "--circuit",
+            "tls-flag",
+            "--state-url",
+            &url,
+            "--state-ca",
+            ca,
+        ])
+        .arg("--circuit-status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("circuit tls-flag: open"))
+        .stdout(predicate::str::contains(format!(
+            "stored in: Redis at {url}, key retry:circuit:tls-flag"
+        )));
+
+    // RETRY_STATE_CA: the same.
+    for _ in 0..2 {
+        run("tls-variable")
+            .env("RETRY_STATE_CA", ca)
+            .args(["--", "false"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("warning").not());
+    }
+    run("tls-variable")
+        .env("RETRY_STATE_CA", ca)
+        .args(["--", "true"])
+        .assert()
+        .code(75);
+
+    // A CA installed in the system's store (here through SSL_CERT_FILE,
+    // which OpenSSL and the store's reader both honour) needs no flag.
+    run("tls-system")
+        .env("SSL_CERT_FILE", ca)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr("");
+    drop(redis);
+}
+
+#[test]
+fn a_bad_state_ca_is_a_usage_error_naming_the_flag_or_the_variable() {
+    let work = scratch();
+    let not_pem = work.path().join("not.pem");
+    std::fs::write(&not_pem, "not a certificate\n").unwrap();
+    let not_pem = not_pem.to_str().unwrap();
+    let missing = "/nonexistent/retry-test/ca.pem";
+    let rediss = "rediss://127.0.0.1:1/0";
+    let refused = |out: std::process::Output, prefix: &str| {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{stderr}");
+        assert!(out.stdout.is_empty(), "the command ran: {stderr}");
+        assert!(stderr.starts_with(prefix), "{stderr}");
+    };
+    let ran = ["--", "sh", "-c", "echo ran"];
+    // Missing, a directory, empty, not PEM: before anything runs.
+    refused(
+        retry()
+            .args([
+                "--circuit",
+                "x",
+                "--state-url",
+                rediss,
+                "--state-ca",
+                missing,
+            ])
+            .args(ran)
+            .output()
+            .unwrap(),
+        &format!("retry: error: --state-ca {missing}: cannot read it ("),
+    );
+    for (file, why) in [
+        ("/", "cannot read it ("),
+        ("/dev/null", "no certificate in it"),
+        (not_pem, "no certificate in it"),
+    ] {
+        refused(
+            retry()
+                .args(["--budget", "x", "--state-url", rediss, "--state-ca", file])
+                .args(ran)
+                .output()
+                .unwrap(),
+            &format!("retry: error: --state-ca {file}: {why}"),
+        );
+    }
+    // The variable, named as the variable; the flag wins over it.
+    refused(
+        retry()
+            .env("RETRY_STATE_CA", missing)
+            .args(["--circuit", "x", "--state-url", rediss])
+            .args(ran)
+            .output()
+            .unwrap(),
+        &format!("retry: error: RETRY_STATE_CA {missing}: cannot read it ("),
+    );
+    refused(
+        retry()
+            .env("RETRY_STATE_CA", not_pem)
+            .args([
+                "--circuit",
+                "x",
+                "--state-url",
+                rediss,
+                "--state-ca",
+                missing,
+            ])
+            .args(ran)
+            .output()
+            .unwrap(),
+        &format!("retry: error: --state-ca {missing}: "),
+    );
+    // On the command line without a circuit or a budget, or without a
+    // rediss:// URL, it would do nothing: refused, like the other state
+    // flags.
+    refused(
+        retry()
+            .args(["--state-ca", not_pem])
+            .args(ran)
+            .output()
+            .unwrap(),
+        &format!(
+            "retry: error: --state-ca {not_pem}: only a circuit or a budget uses it, and none is named"
+        ),
+    );
+    for url in ["redis://127.0.0.1:1/0", "redis+unix:///nonexistent.sock"] {
+        refused(
+            retry()
+                .args(["--circuit", "x", "--state-url", url, "--state-ca", not_pem])
+                .args(ran)
+                .output()
+                .unwrap(),
+            &format!("retry: error: --state-ca {not_pem}: only a rediss:// state URL"),
+        );
+    }
+    let state = scratch();
+    refused(
+        retry()
+            .env("RETRY_STATE_URL", rediss)
+            .args(["--circuit", "x", "--state-ca", not_pem, "--state-dir"])
+            .arg(state.path())
+            .args(ran)
+            .output()
+            .unwrap(),
+        &format!("retry: error: --state-ca {not_pem}: only a rediss:// state URL"),
+    );
+    // The variable is read only by runs that use TLS (exported for every
+    // job, it leaves the others alone); empty counts as unset.
+    retry()
+        .env("RETRY_STATE_CA", missing)
+        .args(["--circuit", "x", "--state-dir"])
+        .arg(state.path())
+        .args(ran)
+        .assert()
+        .success()
+        .stdout("ran\n");
+    retry()
+        .env("RETRY_STATE_CA", "")
+        .args(["-n", "1", "--state-timeout", "200ms", "--circuit", "x"])
+        .args(["--state-url", rediss])
+        .args(ran)
+        .assert()
+        .success()
+        .stdout("ran\n")
+        .stderr(predicate::str::contains("running as if it were closed"));
+}

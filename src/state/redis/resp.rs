@@ -11,8 +11,7 @@
 //! record at most) and arrays (a few items) beyond their limits are
 //! protocol errors, never allocations a server can size.
 //!
-//! URLs are still parsed by the `redis` crate, so every URL accepted before
-//! is accepted now.
+//! URLs are parsed by `url`, and TLS trusts what `tls` says.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
@@ -22,8 +21,8 @@ use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo};
-
+use super::tls::Trust;
+use super::url::{Addr, RedisUrl};
 use crate::process::signals::terminating_arrived;
 use crate::state::store::{Interrupted, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, one_line};
 
@@ -140,12 +139,29 @@ impl From<io::Error> for Trouble {
         {
             return Trouble::Interrupted;
         }
+        if let Some(tls) = err
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Trouble::Other(tls_trouble(tls));
+        }
         match err.kind() {
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Trouble::TimedOut,
             io::ErrorKind::ConnectionRefused => Trouble::Refused,
             io::ErrorKind::UnexpectedEof => closed(),
             _ => Trouble::Other(err.to_string()),
         }
+    }
+}
+
+/// A TLS failure, and what to do about the common one: a certificate
+/// from a CA retry does not trust.
+fn tls_trouble(err: &rustls::Error) -> String {
+    match err {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => format!(
+            "{err} (no trusted CA signed the server's certificate: --state-ca FILE or RETRY_STATE_CA adds one)"
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -300,30 +316,23 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    /// Connect as `info` says, all within `deadline`.
-    pub(super) fn open(info: &ConnectionInfo, deadline: &Deadline) -> Result<Connection, Trouble> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        Connection::open_trusting(info, deadline, roots)
-    }
-
-    /// The same, with TLS certificates checked against `roots`.
-    fn open_trusting(
-        info: &ConnectionInfo,
+    /// Connect as `url` says, all within `deadline`; a TLS server's
+    /// certificate is checked against the roots `trust` gives.
+    pub(super) fn open(
+        url: &RedisUrl,
         deadline: &Deadline,
-        roots: rustls::RootCertStore,
+        trust: &Trust,
     ) -> Result<Connection, Trouble> {
         let timed = |socket| Timed {
             socket,
             deadline: *deadline,
         };
-        let stream = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => Stream::Tcp(timed(tcp(host, *port, deadline)?)),
-            ConnectionAddr::TcpTls {
+        let stream = match &url.addr {
+            Addr::Tcp { host, port } => Stream::Tcp(timed(tcp(host, *port, deadline)?)),
+            Addr::Tls {
                 host,
                 port,
                 insecure,
-                ..
             } => {
                 if *insecure {
                     return Err(Trouble::Other(
@@ -332,36 +341,39 @@ impl Connection {
                     ));
                 }
                 let socket = timed(tcp(host, *port, deadline)?);
-                Stream::Tls(Box::new(tls(host, socket, roots)?))
+                let config = trust
+                    .config()
+                    .map_err(|err| Trouble::Other(format!("TLS: {err}")))?;
+                Stream::Tls(Box::new(tls(host, socket, config)?))
             }
-            ConnectionAddr::Unix(path) => Stream::Unix(Timed {
+            Addr::Unix(path) => Stream::Unix(Timed {
                 socket: unix(path.clone(), deadline)?,
                 deadline: *deadline,
             }),
-            _ => return Err(Trouble::Other("an address of an unsupported kind".into())),
         };
         let mut connection = Connection {
             stream,
             buf: Vec::new(),
             at: 0,
         };
-        connection.handshake(info.redis_settings())?;
+        connection.handshake(url)?;
         Ok(connection)
     }
 
-    /// AUTH and SELECT, in one round trip.
-    fn handshake(&mut self, settings: &RedisConnectionInfo) -> Result<(), Trouble> {
-        let db = settings.db().to_string();
+    /// AUTH (only with a password) and SELECT (only for a database other
+    /// than 0), in one round trip.
+    fn handshake(&mut self, url: &RedisUrl) -> Result<(), Trouble> {
+        let db = url.db.to_string();
         let mut auth: Vec<&[u8]> = vec![b"AUTH"];
-        if let Some(user) = settings.username() {
+        if let Some(user) = &url.username {
             auth.push(user.as_bytes());
         }
         let mut commands: Vec<Vec<&[u8]>> = Vec::new();
-        if let Some(password) = settings.password() {
+        if let Some(password) = &url.password {
             auth.push(password.as_bytes());
             commands.push(auth);
         }
-        if settings.db() != 0 {
+        if url.db != 0 {
             commands.push(vec![b"SELECT", db.as_bytes()]);
         }
         if commands.is_empty() {
@@ -576,21 +588,16 @@ fn unix(path: PathBuf, deadline: &Deadline) -> Result<UnixStream, Trouble> {
     off_thread(deadline, move || UnixStream::connect(path))
 }
 
-/// TLS as the `redis` crate set it up: the webpki roots, no client
-/// certificate; the handshake runs on the timed socket.
-fn tls(host: &str, socket: Timed<TcpStream>, roots: rustls::RootCertStore) -> Result<Tls, Trouble> {
+/// TLS with `config` (see `tls`); the handshake runs on the timed socket.
+fn tls(
+    host: &str,
+    socket: Timed<TcpStream>,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<Tls, Trouble> {
     let failed = |err: &dyn std::fmt::Display| Trouble::Other(format!("TLS: {err}"));
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|err| failed(&err))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
     let name =
         rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|err| failed(&err))?;
-    let connection =
-        rustls::ClientConnection::new(Arc::new(config), name).map_err(|err| failed(&err))?;
+    let connection = rustls::ClientConnection::new(config, name).map_err(|err| failed(&err))?;
     Ok(rustls::StreamOwned::new(connection, socket))
 }
 
@@ -602,10 +609,7 @@ mod tests {
 
     /// A server that answers the first request with `reply`, then holds
     /// the connection for `hold`.
-    fn answering(
-        reply: &'static [u8],
-        hold: Duration,
-    ) -> (ConnectionInfo, std::thread::JoinHandle<()>) {
+    fn answering(reply: &'static [u8], hold: Duration) -> (RedisUrl, std::thread::JoinHandle<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
@@ -615,10 +619,7 @@ mod tests {
             let _ = stream.write_all(reply);
             std::thread::sleep(hold);
         });
-        let info = redis::Client::open(format!("redis://127.0.0.1:{port}/0"))
-            .unwrap()
-            .get_connection_info()
-            .clone();
+        let info = super::super::url::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap();
         (info, server)
     }
 
@@ -642,7 +643,7 @@ mod tests {
     fn one_reply(reply: &'static [u8]) -> Result<Reply, Trouble> {
         let (info, server) = answering(reply, Duration::from_millis(300));
         let deadline = Deadline::new(Duration::from_millis(200), Patience::default());
-        let mut connection = Connection::open(&info, &deadline)?;
+        let mut connection = Connection::open(&info, &deadline, &Trust::default())?;
         connection.send(&[vec![b"PING"]])?;
         let reply = connection.read();
         drop(connection);
@@ -702,10 +703,11 @@ mod tests {
         let (info, server) = answering(b"+O", Duration::from_secs(2));
         let started = Instant::now();
         let deadline = Deadline::new(Duration::from_millis(200), Patience::default());
-        let result = Connection::open(&info, &deadline).and_then(|mut connection| {
-            connection.send(&[vec![b"PING"]])?;
-            connection.read()
-        });
+        let result =
+            Connection::open(&info, &deadline, &Trust::default()).and_then(|mut connection| {
+                connection.send(&[vec![b"PING"]])?;
+                connection.read()
+            });
         let waited = started.elapsed();
         assert!(matches!(result, Err(Trouble::TimedOut)), "{result:?}");
         server.join().unwrap();
@@ -726,8 +728,8 @@ mod tests {
     }
 
     /// The whole TLS path against a real `redis-server --tls-port`, with a
-    /// certificate authority of the test's own (the binary trusts only the
-    /// webpki roots, which no test certificate chains to).
+    /// certificate authority of the test's own (which neither the webpki
+    /// roots nor the system's store contain).
     #[test]
     fn tls_to_a_real_server_works_and_is_checked() {
         let dir = tempfile::tempdir().unwrap();
@@ -839,32 +841,28 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(std::fs::read(d.join("ca.der")).unwrap().into())
-            .unwrap();
-        let info = |url: String| {
-            redis::Client::open(url)
-                .unwrap()
-                .get_connection_info()
-                .clone()
-        };
+        let trusting = Trust::new(vec![std::fs::read(d.join("ca.der")).unwrap().into()]);
+        let info = |url: String| super::super::url::parse(&url).unwrap();
         let deadline = Deadline::new(Duration::from_secs(5), Patience::default());
-        let result = Connection::open_trusting(
+        let result = Connection::open(
             &info(format!("rediss://localhost:{port}/1")),
             &deadline,
-            roots.clone(),
+            &trusting,
         )
         .and_then(|mut connection| {
             connection.send(&[vec![b"PING"]])?;
             connection.read()
         });
-        // Not trusted by the webpki roots alone: refused, in one line.
-        let untrusted = Connection::open(&info(format!("rediss://localhost:{port}/0")), &deadline)
-            .and_then(|mut connection| {
-                connection.send(&[vec![b"PING"]])?;
-                connection.read()
-            });
+        // Not trusted by the webpki roots and the system's: refused, in one line.
+        let untrusted = Connection::open(
+            &info(format!("rediss://localhost:{port}/0")),
+            &deadline,
+            &Trust::default(),
+        )
+        .and_then(|mut connection| {
+            connection.send(&[vec![b"PING"]])?;
+            connection.read()
+        });
         let _ = server.kill();
         let _ = server.wait();
         assert_eq!(result.unwrap(), Reply::Status("PONG".into()));
@@ -885,15 +883,13 @@ mod tests {
             std::thread::sleep(Duration::from_secs(2));
             drop(held);
         });
-        let info = redis::Client::open(format!("rediss://localhost:{port}/0"))
-            .unwrap()
-            .get_connection_info()
-            .clone();
+        let info = super::super::url::parse(&format!("rediss://localhost:{port}/0")).unwrap();
         let started = Instant::now();
         // The handshake happens with the first command.
         let result = Connection::open(
             &info,
             &Deadline::new(Duration::from_millis(300), Patience::default()),
+            &Trust::default(),
         )
         .and_then(|mut connection| {
             connection.send(&[vec![b"PING"]])?;
