@@ -1,6 +1,8 @@
 //! The program from argv to exit status: parse, configure, then one `match`
 //! on the mode. A run goes behind its circuit here: the circuit only
 //! answers "may I run?" and records the result; it knows nothing of runs.
+//! The status a run ends with is chosen by [`End::exit_status`] (usage
+//! errors included); the other modes end 0, or 125 when they fail.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -18,12 +20,13 @@ use crate::cli::{explain, generate};
 use crate::exit::ExitStatus;
 use crate::outcome::RunOutcome;
 use crate::outcome::RunSummary;
+use crate::policy::decision::End;
 use crate::presets::{self, Sources};
 use crate::process::{self, signals};
 use crate::report::metrics;
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
 use crate::run;
-use crate::run::deliver::error_text;
+use crate::run::error_text;
 use crate::state::store::Interrupted;
 
 /// Report retry's own error where its messages go (`--log-format`,
@@ -55,7 +58,7 @@ fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str)
         }
         // On GitHub the error's annotation went to stderr already.
         if log_trouble.is_none() && settings.format == LogFormat::Github {
-            return ExitStatus::USAGE;
+            return End::Usage.exit_status();
         }
     }
     let on_stderr = ReportSettings {
@@ -75,7 +78,7 @@ fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str)
             reporter.error(&trouble);
         }
     }
-    ExitStatus::USAGE
+    End::Usage.exit_status()
 }
 
 /// Where retry's own messages go, read from argv before it is parsed, so
@@ -262,7 +265,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         Ok(reporter) => reporter,
         Err(err) => {
             let _ = writeln!(std::io::stderr(), "retry: error: {err:#}");
-            return ExitStatus::USAGE;
+            return End::Usage.exit_status();
         }
     };
     // A store that cannot be used never stops the job: warn, and run as if
@@ -303,7 +306,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         Ok(signals) => signals,
         Err(err) => {
             reporter.error(&format!("{err:#}"));
-            return ExitStatus::RETRY_FAILED;
+            return End::RetryFailed.exit_status();
         }
     };
     process::adopt_orphans();
@@ -342,7 +345,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         }
         Err(err) => {
             reporter.error(&format!("{err:#}"));
-            ExitStatus::RETRY_FAILED
+            End::RetryFailed.exit_status()
         }
     }
 }
@@ -368,7 +371,7 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
             reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
                 let message = circuit.refusal(until_ms, probing, &decision.state);
-                let status = ExitStatus::CIRCUIT_OPEN;
+                let status = End::CircuitOpen.exit_status();
                 reporter.circuit_open(&message, status.as_number(), started.elapsed());
                 return Gate::Refused(RunSummary {
                     status,

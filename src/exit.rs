@@ -1,4 +1,5 @@
-//! Retry's own exit status, mapped to a number in one place.
+//! Retry's own exit status, mapped to a number in one place. Which status
+//! a run ends with is chosen in one place too: `policy::decision::End`.
 //!
 //! A status is either a code (0-255, clamped: `exit(256)` would read as 0) or
 //! a signal that retry re-raises on itself so its parent sees a real signal

@@ -1,14 +1,16 @@
-//! What the run does after an attempt: end (how, with which status) or
-//! sleep (how long, and why). Pure: it gets the attempt's ending and verdict,
-//! the limits, the clock and the proposed sleep, and returns a [`Step`]; the
-//! runner carries it out. Tested without a process.
+//! What the run does after an attempt: end (how) or sleep (how long, and
+//! why), the attempt's verdict as final, and the one place retry's exit
+//! status for a run is chosen ([`End::exit_status`]). Pure: it gets the
+//! attempt's ending and verdict, the limits, the clock and the proposed
+//! sleep, and returns a [`Decision`]; the runner carries it out. Tested
+//! without a process.
 
 use std::time::{Duration, Instant};
 
 use crate::exit::ExitStatus;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::backoff::Sleep;
-use crate::policy::classify::Class;
+use crate::policy::classify::{Class, Verdict};
 use crate::process::{Ending, signal_name};
 use crate::values::human;
 
@@ -23,11 +25,86 @@ pub(crate) struct Limits {
     pub(crate) until_failure: bool,
 }
 
-/// How the run ends: with `status`; `detail` says why, for humans.
+/// How a run (`retry ... -- COMMAND`) ended: all that its exit status
+/// depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The command succeeded (under `--until-failure`: every run that
+    /// finished passed).
+    Success,
+    /// The command failed for good (`outcome`: permanent, exhausted,
+    /// deadline, budget-exhausted); `last` is the status its last attempt
+    /// ended with.
+    Failed {
+        outcome: RunOutcome,
+        last: ExitStatus,
+    },
+    /// A signal to retry ended the run.
+    Interrupted(i32),
+    /// The command succeeded, but its output could not be delivered
+    /// (`--buffer-stdout`, `-o`): retry's own failure.
+    Undelivered,
+    /// A circuit was open: nothing ran.
+    CircuitOpen,
+    /// Retry could not set the run up or carry it on (its signal handlers,
+    /// its own files): nothing more is known of the command.
+    RetryFailed,
+    /// A usage error found before anything ran (`--metrics-file` in a
+    /// directory where no file can be made).
+    Usage,
+}
+
+impl End {
+    /// The exit status retry ends the run with: chosen here and nowhere
+    /// else (`exit` only spells the numbers).
+    pub(crate) fn exit_status(self) -> ExitStatus {
+        match self {
+            End::Success => ExitStatus::SUCCESS,
+            // Out of budget: the last attempt's own status, as it is (even
+            // the 0 of an attempt that was not ready yet).
+            End::Failed {
+                outcome: RunOutcome::BudgetExhausted,
+                last,
+            } => last,
+            // A failed run never exits 0: an attempt that exited 0 but never
+            // printed an `--until-output` line ends it with 1.
+            End::Failed {
+                last: ExitStatus::SUCCESS,
+                ..
+            } => ExitStatus::Code(1),
+            End::Failed { last, .. } => last,
+            End::Interrupted(signal) => ExitStatus::Signal(signal),
+            End::CircuitOpen => ExitStatus::CIRCUIT_OPEN,
+            End::Undelivered | End::RetryFailed => ExitStatus::RETRY_FAILED,
+            End::Usage => ExitStatus::USAGE,
+        }
+    }
+
+    /// The `outcome` of the JSON `done` event and the metrics; `None` when
+    /// the run never got that far.
+    pub(crate) fn outcome(self) -> Option<RunOutcome> {
+        match self {
+            End::Success | End::Undelivered => Some(RunOutcome::Success),
+            End::Failed { outcome, .. } => Some(outcome),
+            End::Interrupted(_) => Some(RunOutcome::Interrupted),
+            End::CircuitOpen => Some(RunOutcome::CircuitOpen),
+            End::RetryFailed | End::Usage => None,
+        }
+    }
+
+    /// A failed run with `ending` as its last attempt.
+    fn failed(outcome: RunOutcome, ending: &Ending) -> End {
+        End::Failed {
+            outcome,
+            last: ending.exit_status(),
+        }
+    }
+}
+
+/// How the run ends; `detail` says why, for humans.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Done {
-    pub(crate) outcome: RunOutcome,
-    pub(crate) status: ExitStatus,
+    pub(crate) end: End,
     pub(crate) detail: String,
 }
 
@@ -42,13 +119,30 @@ pub(crate) enum Step {
     },
 }
 
+/// One attempt, as the policy sees it.
+pub(crate) struct Attempt<'a> {
+    pub(crate) number: u64,
+    pub(crate) ending: &'a Ending,
+    /// What `classify` made of it.
+    pub(crate) verdict: Verdict,
+    /// The reader of retry's stdout or stderr went away during it.
+    pub(crate) downstream_closed: bool,
+}
+
+/// What follows an attempt: the attempt's verdict as final (what its
+/// record says) and the run's next step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) verdict: Verdict,
+    pub(crate) step: Step,
+}
+
 impl Done {
     /// The retry budget `name` had no whole token (`tokens` left) for the
     /// retry after `ending`: the run ends with that attempt's status.
     pub(crate) fn budget_exhausted(name: &str, tokens: f64, ending: &Ending) -> Done {
         Done {
-            outcome: RunOutcome::BudgetExhausted,
-            status: ending.exit_status(),
+            end: End::failed(RunOutcome::BudgetExhausted, ending),
             detail: format!(
                 "retry budget {name} exhausted ({:.1} tokens): not retrying; {}",
                 (tokens * 10.0).floor() / 10.0,
@@ -60,17 +154,26 @@ impl Done {
     /// The run ends because retry received `signal`.
     pub(crate) fn interrupted(signal: i32) -> Done {
         Done {
-            outcome: RunOutcome::Interrupted,
-            status: ExitStatus::Signal(signal),
+            end: End::Interrupted(signal),
             detail: format!("interrupted by {}", signal_name(signal)),
         }
     }
 
-    /// The run ends with the attempt's own status.
+    /// The run was over when retry received `signal` `during` what follows
+    /// it ("while delivering the output", "during --on-give-up"): it ends
+    /// by the signal.
+    pub(crate) fn interrupted_during(signal: i32, during: &str) -> Done {
+        let Done { end, detail } = Done::interrupted(signal);
+        Done {
+            end,
+            detail: format!("{detail} {during}"),
+        }
+    }
+
+    /// The run fails with the attempt's own status.
     fn with(outcome: RunOutcome, ending: &Ending) -> Step {
         Step::Done(Done {
-            outcome,
-            status: failure_status(ending),
+            end: End::failed(outcome, ending),
             detail: failure_detail(ending),
         })
     }
@@ -78,27 +181,16 @@ impl Done {
     /// `--until-failure`: every run that finished passed.
     fn passed(detail: String) -> Done {
         Done {
-            outcome: RunOutcome::Success,
-            status: ExitStatus::SUCCESS,
+            end: End::Success,
             detail,
         }
-    }
-}
-
-/// The status of a run that failed with `ending` as its last attempt: the
-/// attempt's own, except that a failed run never exits 0. An attempt that
-/// exited 0 but never printed an `--until-output` line ends it with 1.
-fn failure_status(ending: &Ending) -> ExitStatus {
-    match ending.exit_status() {
-        ExitStatus::SUCCESS => ExitStatus::Code(1),
-        status => status,
     }
 }
 
 /// How the last attempt of a failed run ended, and the status it gives
 /// when that is not the attempt's own.
 fn failure_detail(ending: &Ending) -> String {
-    let status = failure_status(ending);
+    let status = End::failed(RunOutcome::Exhausted, ending).exit_status();
     if status == ending.exit_status() {
         ending.describe()
     } else {
@@ -119,10 +211,60 @@ fn runs(count: u64) -> String {
     }
 }
 
+/// Decide after `attempt`, at time `now`; `proposed` is the sleep that
+/// would come next (a Retry-After request or the backoff's draw). The
+/// verdict comes back final:
+///
+/// - an attempt whose reader went away (`retry ... | head -1`) is
+///   permanent: another attempt would have nowhere to write either;
+/// - the attempt that ended the run (a signal, or the first failure of
+///   `--until-failure`) is no longer transient;
+/// - under `--until-failure`, a run cut short by `--max-time` says it was
+///   not counted.
+pub(crate) fn after_attempt(
+    attempt: Attempt<'_>,
+    limits: Limits,
+    now: Instant,
+    proposed: (Sleep, SleepSource),
+) -> Decision {
+    let mut verdict = attempt.verdict;
+    if attempt.downstream_closed && verdict.class == Class::Transient {
+        verdict.class = Class::Permanent;
+        verdict
+            .reason
+            .push_str("; the reader of the output went away");
+    }
+    let step = next_step(
+        attempt.number,
+        attempt.ending,
+        verdict.class,
+        limits,
+        now,
+        proposed,
+    );
+    if let Step::Done(done) = &step {
+        let outcome = done.end.outcome();
+        let ended_it = matches!(
+            outcome,
+            Some(RunOutcome::Interrupted | RunOutcome::Permanent)
+        );
+        if ended_it && verdict.class != Class::Success {
+            verdict.class = Class::Permanent;
+        }
+        let passed = outcome == Some(RunOutcome::Success);
+        if limits.until_failure && passed && verdict.class != Class::Success {
+            verdict
+                .reason
+                .push_str("; cut short by --max-time, not counted");
+        }
+    }
+    Decision { verdict, step }
+}
+
 /// Decide after attempt number `attempt`, which ended as `ending` and was
 /// judged `class`, at time `now`; `proposed` is the sleep that would come
-/// next (a Retry-After request or the backoff's draw).
-pub(crate) fn next_step(
+/// next.
+fn next_step(
     attempt: u64,
     ending: &Ending,
     class: Class,
@@ -139,8 +281,7 @@ pub(crate) fn next_step(
     match class {
         Class::Success => {
             return Step::Done(Done {
-                outcome: RunOutcome::Success,
-                status: ExitStatus::SUCCESS,
+                end: End::Success,
                 detail: ending.describe(),
             });
         }
@@ -157,8 +298,7 @@ pub(crate) fn next_step(
     let (sleep, source) = proposed;
     if past_deadline(now + sleep.delay.min(Duration::from_secs(u32::MAX.into()))) {
         return Step::Done(Done {
-            outcome: RunOutcome::Deadline,
-            status: failure_status(ending),
+            end: End::failed(RunOutcome::Deadline, ending),
             detail: format!(
                 "the next sleep ({}) would end past it; {}",
                 human(sleep.delay),
@@ -196,8 +336,7 @@ fn next_repeat(
             )));
         }
         return Step::Done(Done {
-            outcome: RunOutcome::Permanent,
-            status: failure_status(ending),
+            end: End::failed(RunOutcome::Permanent, ending),
             detail: format!(
                 "{} on run {attempt}, after {} that passed",
                 failure_detail(ending),
@@ -257,8 +396,7 @@ pub(crate) fn out_of_time(
         ))
     } else {
         Done {
-            outcome: RunOutcome::Deadline,
-            status: failure_status(previous),
+            end: End::failed(RunOutcome::Deadline, previous),
             detail: format!("--max-time ran out {during}; {}", failure_detail(previous)),
         }
     })
@@ -544,14 +682,9 @@ mod tests {
                 case.proposed,
             );
             match (step, case.expected) {
-                (
-                    Step::Done(Done {
-                        outcome, status, ..
-                    }),
-                    Ok(expected),
-                ) => {
-                    assert_eq!(outcome, expected, "{}", case.name);
-                    assert_eq!(Some(status), case.status, "{}", case.name);
+                (Step::Done(Done { end, .. }), Ok(expected)) => {
+                    assert_eq!(end.outcome(), Some(expected), "{}", case.name);
+                    assert_eq!(Some(end.exit_status()), case.status, "{}", case.name);
                 }
                 (Step::Sleep { sleep, source }, Err(expected)) => {
                     assert_eq!(source, expected, "{}", case.name);
@@ -635,19 +768,19 @@ mod tests {
             ..exited(143)
         };
         let done = after_hook(2, &previous, &signalled, open, now).unwrap();
-        assert_eq!(done.outcome, RunOutcome::Interrupted);
-        assert_eq!(done.status, ExitStatus::Signal(libc::SIGTERM));
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Interrupted));
+        assert_eq!(done.end.exit_status(), ExitStatus::Signal(libc::SIGTERM));
         let done = after_hook(2, &previous, &exited(0), past, now).unwrap();
-        assert_eq!(done.outcome, RunOutcome::Deadline);
-        assert_eq!(done.status, ExitStatus::Code(7));
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Deadline));
+        assert_eq!(done.end.exit_status(), ExitStatus::Code(7));
         assert_eq!(done.detail, "--max-time ran out during --on-retry; exit 7");
         let hunting = Limits {
             until_failure: true,
             ..past
         };
         let done = after_hook(4, &exited(0), &exited(0), hunting, now).unwrap();
-        assert_eq!(done.outcome, RunOutcome::Success);
-        assert_eq!(done.status, ExitStatus::SUCCESS);
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Success));
+        assert_eq!(done.end.exit_status(), ExitStatus::SUCCESS);
         assert_eq!(
             done.detail,
             "all 3 runs passed; --max-time ran out during --on-retry"
@@ -673,10 +806,205 @@ mod tests {
         let Step::Done(done) = step else {
             panic!("expected the run to end")
         };
-        assert_eq!(done.status, ExitStatus::Code(1));
+        assert_eq!(done.end.exit_status(), ExitStatus::Code(1));
         assert_eq!(
             done.detail,
             "exit 0, but no line matched --until-output (exit 1)"
+        );
+    }
+
+    #[test]
+    fn the_end_of_a_run_maps_to_one_exit_status() {
+        let failed = |outcome, last| End::Failed { outcome, last };
+        let table = [
+            (End::Success, ExitStatus::SUCCESS, Some(RunOutcome::Success)),
+            (
+                failed(RunOutcome::Permanent, ExitStatus::Code(3)),
+                ExitStatus::Code(3),
+                Some(RunOutcome::Permanent),
+            ),
+            (
+                failed(RunOutcome::Exhausted, ExitStatus::Signal(libc::SIGKILL)),
+                ExitStatus::Signal(libc::SIGKILL),
+                Some(RunOutcome::Exhausted),
+            ),
+            (
+                failed(RunOutcome::Deadline, ExitStatus::TIMED_OUT),
+                ExitStatus::TIMED_OUT,
+                Some(RunOutcome::Deadline),
+            ),
+            // A failed run never exits 0 ...
+            (
+                failed(RunOutcome::Exhausted, ExitStatus::SUCCESS),
+                ExitStatus::Code(1),
+                Some(RunOutcome::Exhausted),
+            ),
+            (
+                failed(RunOutcome::Deadline, ExitStatus::SUCCESS),
+                ExitStatus::Code(1),
+                Some(RunOutcome::Deadline),
+            ),
+            // ... but out of budget, the last attempt's status is kept as is.
+            (
+                failed(RunOutcome::BudgetExhausted, ExitStatus::SUCCESS),
+                ExitStatus::SUCCESS,
+                Some(RunOutcome::BudgetExhausted),
+            ),
+            (
+                failed(RunOutcome::BudgetExhausted, ExitStatus::Code(7)),
+                ExitStatus::Code(7),
+                Some(RunOutcome::BudgetExhausted),
+            ),
+            (
+                End::Interrupted(libc::SIGINT),
+                ExitStatus::Signal(libc::SIGINT),
+                Some(RunOutcome::Interrupted),
+            ),
+            // The command succeeded; retry could not deliver its output.
+            (
+                End::Undelivered,
+                ExitStatus::Code(125),
+                Some(RunOutcome::Success),
+            ),
+            (
+                End::CircuitOpen,
+                ExitStatus::Code(75),
+                Some(RunOutcome::CircuitOpen),
+            ),
+            (End::RetryFailed, ExitStatus::Code(125), None),
+            (End::Usage, ExitStatus::Code(125), None),
+        ];
+        for (end, status, outcome) in table {
+            assert_eq!(end.exit_status(), status, "{end:?}");
+            assert_eq!(end.outcome(), outcome, "{end:?}");
+        }
+    }
+
+    fn judged(class: Class, reason: &str) -> Verdict {
+        Verdict {
+            class,
+            reason: reason.to_string(),
+        }
+    }
+
+    fn decide(
+        number: u64,
+        ending: &Ending,
+        verdict: Verdict,
+        downstream_closed: bool,
+        limits: Limits,
+    ) -> Decision {
+        let attempt = Attempt {
+            number,
+            ending,
+            verdict,
+            downstream_closed,
+        };
+        after_attempt(
+            attempt,
+            limits,
+            Instant::now(),
+            sleep(0, SleepSource::Backoff),
+        )
+    }
+
+    #[test]
+    fn the_verdict_comes_back_final() {
+        let limits = Limits {
+            max_attempts: Some(5),
+            deadline: None,
+            until_failure: false,
+        };
+        // A transient failure that retries is left as it was.
+        let decision = decide(
+            1,
+            &exited(3),
+            judged(Class::Transient, "exit 3"),
+            false,
+            limits,
+        );
+        assert_eq!(decision.verdict, judged(Class::Transient, "exit 3"));
+        assert!(matches!(decision.step, Step::Sleep { .. }));
+
+        // The reader went away: permanent, and the run ends on it.
+        let decision = decide(
+            1,
+            &exited(3),
+            judged(Class::Transient, "exit 3"),
+            true,
+            limits,
+        );
+        assert_eq!(
+            decision.verdict,
+            judged(
+                Class::Permanent,
+                "exit 3; the reader of the output went away"
+            )
+        );
+        let Step::Done(done) = decision.step else {
+            panic!("expected the run to end")
+        };
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Permanent));
+        // A success stays one.
+        let decision = decide(
+            1,
+            &exited(0),
+            judged(Class::Success, "exit 0"),
+            true,
+            limits,
+        );
+        assert_eq!(decision.verdict, judged(Class::Success, "exit 0"));
+
+        // A signal to retry ends the run: its attempt is no longer transient.
+        let interrupted = Ending {
+            interrupted: Some(libc::SIGTERM),
+            ..exited(143)
+        };
+        let decision = decide(
+            1,
+            &interrupted,
+            judged(Class::Transient, "x"),
+            false,
+            limits,
+        );
+        assert_eq!(decision.verdict.class, Class::Permanent);
+
+        // --until-failure: the failure it found is permanent; a run cut
+        // short by --max-time is not counted, and says so.
+        let hunting = Limits {
+            until_failure: true,
+            ..limits
+        };
+        let decision = decide(
+            2,
+            &exited(3),
+            judged(Class::Transient, "exit 3"),
+            false,
+            hunting,
+        );
+        assert_eq!(decision.verdict, judged(Class::Permanent, "exit 3"));
+        let now = Instant::now();
+        let past = Limits {
+            deadline: now.checked_sub(Duration::from_millis(1)),
+            ..hunting
+        };
+        let timed_out = Ending {
+            timed_out: true,
+            ..exited(143)
+        };
+        let decision = decide(
+            3,
+            &timed_out,
+            judged(Class::Transient, "timed out"),
+            false,
+            past,
+        );
+        assert_eq!(
+            decision.verdict,
+            judged(
+                Class::Transient,
+                "timed out; cut short by --max-time, not counted"
+            )
         );
     }
 

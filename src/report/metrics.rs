@@ -119,17 +119,21 @@ pub(crate) fn check(path: &Path) -> Result<()> {
     }
 }
 
-/// Replace `path` with `content` atomically, readable by a collector.
+/// Replace `path` with `content` atomically, readable by a collector
+/// (0644), through `safe_fs::replace`, as `-o` and the state store do.
 ///
-/// Only nothing or a regular file is replaced: a symlink (which could steer
-/// the write elsewhere), a FIFO, a device or a directory at `path` is an
-/// error that names it, and the directory is reached without following a
-/// symlink another user planted on the way (`safe_fs::open_directory`).
-/// The new file is created exclusively, its mode set
-/// on its descriptor (never by path, which a symlink could redirect), then
-/// renamed into place; a rename replaces a name and never writes through a
-/// symlink swapped in meanwhile.
+/// Only nothing or a regular file no other user planted is replaced: a
+/// symlink (which could steer the write elsewhere), a FIFO, a device or a
+/// directory at `path` is an error that names it, and so is a file
+/// another user put in a sticky directory others can write (as
+/// `fs.protected_regular` would refuse to open it). The directory is
+/// reached without following a symlink another user planted on the way
+/// (`safe_fs::open_directory`). The new file's mode is set on its
+/// descriptor (never by path, which a symlink could redirect); a rename
+/// replaces a name and never writes through a symlink swapped in meanwhile.
 pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
+    use crate::safe_fs::replace::{NewMode, Options, Refusal, Replacement, Step, Trouble};
+
     let shown = path.display();
     let Some((dir_path, name)) = safe_fs::split_file_path(path) else {
         bail!("--metrics-file {shown}: not a file name");
@@ -137,23 +141,41 @@ pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
     let cannot_create = |err: io::Error| cannot_create(path, dir_path, &err);
     // No symlink another user planted on the way is followed.
     let dir = safe_fs::open_directory(dir_path).map_err(cannot_create)?;
-    safe_fs::check_replaceable(dir.as_fd(), name)
-        .with_context(|| format!("--metrics-file {shown}"))?;
-    let (mut file, temporary) =
-        safe_fs::create_new_in(dir.as_fd(), ".retry-metrics-", 0o644).map_err(cannot_create)?;
-    let written = file
-        .write_all(content.as_bytes())
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("--metrics-file {shown}: cannot write"))
-        .and_then(|()| {
-            rustix::fs::renameat(&dir, &temporary, &dir, name)
-                .map_err(io::Error::from)
-                .with_context(|| format!("--metrics-file {shown}: cannot rename into place"))
-        });
-    if written.is_err() {
-        let _ = rustix::fs::unlinkat(&dir, &temporary, rustix::fs::AtFlags::empty());
+    let options = Options {
+        mode: NewMode::Exactly(0o644),
+        durable: true,
+        guard: true,
+        unnamed: true,
+    };
+    let fresh_name = || std::ffi::OsString::from(safe_fs::random_name(".retry-metrics-"));
+    let written = Replacement::new(dir, name, options, Box::new(fresh_name)).and_then(|new| {
+        let mut file = new.file();
+        file.write_all(content.as_bytes())
+            .map_err(|err| Trouble::Failed(Step::Write, err))?;
+        new.commit()
+    });
+    match written {
+        // The rename happened; a directory that cannot be synced is no
+        // reason to call the metrics unwritten.
+        Ok(()) | Err(Trouble::Failed(Step::SyncDir, _)) => Ok(()),
+        Err(Trouble::Refused(Refusal::NotRegular(mode))) => bail!(
+            "--metrics-file {shown}: {} stands there, not a regular file: left as it is",
+            safe_fs::Kind::of_mode(mode).described()
+        ),
+        Err(Trouble::Refused(Refusal::Planted { owner })) => bail!(
+            "--metrics-file {shown}: a file owned by another user (uid {owner}) stands there, in a sticky directory others can write: left as it is (as fs.protected_regular would refuse to open it), so that no one else decides who reads the metrics"
+        ),
+        Err(Trouble::Failed(Step::Look, err)) => {
+            Err(err).context(format!("--metrics-file {shown}: cannot look at it"))
+        }
+        Err(Trouble::Failed(Step::Create | Step::Mode, err)) => Err(cannot_create(err)),
+        Err(Trouble::Failed(Step::Write | Step::Sync, err)) => {
+            Err(err).context(format!("--metrics-file {shown}: cannot write"))
+        }
+        Err(Trouble::Failed(Step::Name | Step::Rename, err)) => {
+            Err(err).context(format!("--metrics-file {shown}: cannot rename into place"))
+        }
     }
-    written
 }
 
 #[cfg(test)]

@@ -22,8 +22,9 @@ use anyhow::Result;
 
 use crate::process::signals::Events;
 use crate::process::{ChildIo, Ending, Launch, ProcessEnd};
+use crate::run::pump::{Destination, PumpReport, pump};
 use crate::run::stdin::AttemptStdin;
-use crate::scan::{Destination, PatternSet, PumpReport, ScanResult, pump};
+use crate::scan::{PatternSet, ScanResult};
 use crate::sys::fd::{CancelPipe, Outlet, pipe};
 
 /// How long pumps may keep draining after the attempt's process is gone.

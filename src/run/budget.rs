@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use super::{Judged, Run};
+use super::Run;
+use super::judge::Judged;
 use crate::budget::Withdrawal;
 use crate::policy::decision::{self, Done};
 use crate::process::signals::{self, SignalEvents};
@@ -16,14 +17,16 @@ impl Run<'_> {
     /// `--max-time`, and not past a signal to retry.
     fn patience(&self) -> Patience {
         Patience {
-            until: self.limits.deadline,
+            until: self.setup.limits.deadline,
             signals: true,
         }
     }
 
     /// `--budget`: the run's first attempt deposits its share.
     pub(super) fn deposit(&mut self, reporter: &mut Reporter) {
-        let Some(budget) = self.budget else { return };
+        let Some(budget) = self.state.budget else {
+            return;
+        };
         let started = Instant::now();
         match budget.deposit(self.patience()) {
             Ok((tokens, warnings)) => {
@@ -47,8 +50,8 @@ impl Run<'_> {
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
     ) -> Option<Done> {
-        let budget = self.budget?;
-        if self.limits.until_failure {
+        let budget = self.state.budget?;
+        if self.setup.limits.until_failure {
             return None;
         }
         let started = Instant::now();
@@ -58,9 +61,13 @@ impl Run<'_> {
         }
         let ending = &judged.outcome.ending;
         let during = format!("while asking retry budget {}", budget.name);
-        if let Some(done) =
-            decision::out_of_time(attempt + 1, ending, self.limits, Instant::now(), &during)
-        {
+        if let Some(done) = decision::out_of_time(
+            attempt + 1,
+            ending,
+            self.setup.limits,
+            Instant::now(),
+            &during,
+        ) {
             // Whatever the store said, no retry fits any more.
             return Some(done);
         }
@@ -93,7 +100,7 @@ impl Run<'_> {
         if err.is::<Interrupted>() {
             return;
         }
-        if let Some(budget) = self.budget.take() {
+        if let Some(budget) = self.state.budget.take() {
             reporter.warning(
                 "budget",
                 &format!(

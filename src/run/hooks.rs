@@ -4,11 +4,10 @@
 use std::ffi::OsStr;
 use std::time::Instant;
 
-use super::{Run, child_env};
+use super::Run;
+use super::judge::child_env;
 use crate::cli::config::GIVE_UP_LIMIT;
-use crate::exit::ExitStatus;
-use crate::outcome::RunOutcome;
-use crate::policy::decision::{self, Done};
+use crate::policy::decision::{self, Done, End};
 use crate::process::Ending;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::Reporter;
@@ -26,37 +25,30 @@ impl Run<'_> {
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
     ) -> Option<Done> {
-        let config = self.config;
+        let setup = &self.setup;
+        let config = setup.config;
         let command = config.hooks.on_retry.as_ref()?;
         // The attempt's own variables, but not its hint file: a word the
         // hook left there would be taken for the attempt's.
         let env = child_env(
+            setup,
             next,
-            config.attempts,
-            &self.id,
             Some(previous.exit_status().as_number()),
-            &self.hint,
+            &self.files.hint,
         )
         .into_iter()
         .filter(|(name, _)| *name != "RETRY_HINT_FILE")
         .collect();
-        let deadline = [
-            config.timeout.map(|t| Instant::now() + t),
-            self.limits.deadline,
-        ]
-        .into_iter()
-        .flatten()
-        .min();
         let hook = Hook {
             command,
             env,
-            own_group: self.own_group,
+            own_group: setup.own_group,
             inherited: signals.inherited,
-            deadline,
+            deadline: setup.attempt_deadline(),
             kill_after: config.kill_after,
         };
         let ran = hook::run(hook, &mut signals.events);
-        let ends = decision::after_hook(next, previous, &ran.ending, self.limits, Instant::now());
+        let ends = decision::after_hook(next, previous, &ran.ending, setup.limits, Instant::now());
         let then = if ends.is_some() {
             "no retry follows: the run ends"
         } else {
@@ -68,19 +60,19 @@ impl Run<'_> {
 
     /// `--on-give-up`, once the run has failed (not under `--until-failure`,
     /// whose first failure is what it looks for). It sees the status retry
-    /// is about to end with, the outcome and the number of attempts, and is
+    /// is about to end with (`end`'s), the outcome and the number of attempts, and is
     /// bounded by `--timeout`, else [`GIVE_UP_LIMIT`]. A signal to
     /// retry before or during it is returned.
     pub(super) fn on_give_up(
         &mut self,
-        outcome: RunOutcome,
-        status: ExitStatus,
+        end: End,
         attempts: u64,
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
     ) -> Option<i32> {
-        let config = self.config;
+        let config = self.setup.config;
         let command = config.hooks.on_give_up.as_ref()?;
+        let outcome = end.outcome()?;
         if !outcome.gave_up() || config.hooks.until_failure {
             return None;
         }
@@ -88,7 +80,10 @@ impl Run<'_> {
             return Some(signal);
         }
         let env = vec![
-            ("RETRY_EXIT", status.as_number().to_string().into()),
+            (
+                "RETRY_EXIT",
+                end.exit_status().as_number().to_string().into(),
+            ),
             ("RETRY_OUTCOME", outcome.as_str().into()),
             ("RETRY_ATTEMPTS", attempts.to_string().into()),
             (
@@ -99,13 +94,13 @@ impl Run<'_> {
                     .unwrap_or_default()
                     .into(),
             ),
-            ("RETRY_RUN_ID", self.id.as_str().into()),
+            ("RETRY_RUN_ID", self.setup.id.as_str().into()),
         ];
         let limit = config.timeout.unwrap_or(GIVE_UP_LIMIT);
         let hook = Hook {
             command,
             env,
-            own_group: self.own_group,
+            own_group: self.setup.own_group,
             inherited: signals.inherited,
             deadline: Some(Instant::now() + limit),
             kill_after: config.kill_after,

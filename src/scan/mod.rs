@@ -1,9 +1,10 @@
-//! Stream-through scanning of a child's output.
+//! The pattern engine: which output patterns match a child's output, line
+//! by line, over a stream that arrives in chunks.
 //!
-//! A pump reads raw chunks from the child's pipe, writes each one on to its
-//! destination at once (byte for byte, no line buffering), and only then
-//! feeds the [`Scanner`], which matches the patterns per line (`\n` or `\r`
-//! ends a line) on bytes. Memory is bounded whatever the output: one chunk
+//! A pump (`run::pump`) reads raw chunks from the child's pipe, writes each
+//! one on to its destination at once, and only then feeds the [`Scanner`],
+//! which matches the patterns per line (`\n` or `\r` ends a line) on
+//! bytes. Memory is bounded whatever the output: one chunk
 //! plus one line window; the part of a longer line past the window is not
 //! scanned.
 //!
@@ -13,7 +14,7 @@
 //! the scanner works in three steps, each sound for any valid pattern:
 //!
 //! 1. `per_block`, one regex built from a *widened* form of every pattern
-//!    (see [`widen`]) finds, in a run of whole lines, the first line where
+//!    (see `widen`) finds, in a run of whole lines, the first line where
 //!    any pattern could match; most chunks have none and cost one search.
 //!    The widened form matches a superset of what the pattern matches in a
 //!    line and can never cross a line end, so a line it skips cannot match.
@@ -28,18 +29,13 @@
 //! the lazy DFA's cache and fall back to the slow NFA simulation (0.5 MiB/s);
 //! widened, the set stays on the lazy DFA.
 
-use std::fs::File;
-use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+mod widen;
 
 use regex::bytes::Regex;
 use regex_automata::{Input, MatchKind, PatternSet as Hits, meta};
-use regex_syntax::hir::{
-    Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
-    Repetition,
-};
+use regex_syntax::hir::Hir;
 
-use crate::sys::fd::{Outlet, wait_readable};
+use widen::widen;
 
 /// Longest line (prefix) the scanner keeps for matching.
 pub(crate) const LINE_WINDOW: usize = 64 * 1024;
@@ -148,110 +144,6 @@ impl PatternSet {
     }
 }
 
-/// A widened form of a pattern, for the prefilters: on any run of lines it
-/// matches within every line where the pattern matches that line alone,
-/// and it never matches across a line end. Both follow from the rewrite:
-///
-/// - no class or literal matches `\n` or `\r` any more (a literal holding
-///   one cannot match within a line: it fails);
-/// - `^` and `$` in any mode, `\A` and `\z` become CRLF-mode multi-line
-///   anchors, which hold at each line's start and end in the run (but one
-///   case, see `empty_line_matches`), as they do on the line alone;
-/// - ASCII word boundaries stay: the line end next to a line is a non-word
-///   byte, as the edge of the line alone is;
-/// - a Unicode class becomes its ASCII part or the lead bytes it can start
-///   with followed by continuation bytes (a superset; no automaton blow-up);
-/// - a Unicode word boundary is dropped (always true, a superset): the
-///   lazy DFA gives up on those when it meets a non-ASCII byte;
-/// - groups lose their captures; repetitions, concatenations and
-///   alternations keep their shape.
-fn widen(hir: Hir) -> Hir {
-    match hir.into_kind() {
-        HirKind::Empty => Hir::empty(),
-        HirKind::Literal(literal) => {
-            if literal.0.iter().any(|&byte| is_line_end(byte)) {
-                Hir::fail()
-            } else {
-                Hir::literal(literal.0)
-            }
-        }
-        HirKind::Class(Class::Bytes(mut class)) => {
-            class.difference(&ClassBytes::new([
-                ClassBytesRange::new(b'\n', b'\n'),
-                ClassBytesRange::new(b'\r', b'\r'),
-            ]));
-            Hir::class(Class::Bytes(class))
-        }
-        HirKind::Class(Class::Unicode(class)) => widen_unicode_class(class),
-        HirKind::Look(look) => match look {
-            Look::Start | Look::StartLF | Look::StartCRLF => Hir::look(Look::StartCRLF),
-            Look::End | Look::EndLF | Look::EndCRLF => Hir::look(Look::EndCRLF),
-            Look::WordAscii
-            | Look::WordAsciiNegate
-            | Look::WordStartAscii
-            | Look::WordEndAscii
-            | Look::WordStartHalfAscii
-            | Look::WordEndHalfAscii => Hir::look(look),
-            Look::WordUnicode
-            | Look::WordUnicodeNegate
-            | Look::WordStartUnicode
-            | Look::WordEndUnicode
-            | Look::WordStartHalfUnicode
-            | Look::WordEndHalfUnicode => Hir::empty(),
-        },
-        HirKind::Repetition(repetition) => Hir::repetition(Repetition {
-            sub: Box::new(widen(*repetition.sub)),
-            ..repetition
-        }),
-        HirKind::Capture(capture) => widen(*capture.sub),
-        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(widen).collect()),
-        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(widen).collect()),
-    }
-}
-
-/// A class of Unicode scalar values (matched as UTF-8) as bytes: its ASCII
-/// members but `\n` and `\r`, or one of the lead bytes its 2-, 3- and
-/// 4-byte encodings start with, followed by that many continuation bytes.
-fn widen_unicode_class(mut class: ClassUnicode) -> Hir {
-    class.difference(&ClassUnicode::new([
-        ClassUnicodeRange::new('\n', '\n'),
-        ClassUnicodeRange::new('\r', '\r'),
-    ]));
-    let mut ascii = ClassBytes::empty();
-    let mut leads = [
-        ClassBytes::empty(),
-        ClassBytes::empty(),
-        ClassBytes::empty(),
-    ];
-    for range in class.iter() {
-        for sequence in regex_syntax::utf8::Utf8Sequences::new(range.start(), range.end()) {
-            let first = sequence.as_slice()[0];
-            let bytes = ClassBytesRange::new(first.start, first.end);
-            match sequence.len() {
-                1 => ascii.push(bytes),
-                len => leads[len - 2].push(bytes),
-            }
-        }
-    }
-    let continuation = ClassBytes::new([ClassBytesRange::new(0x80, 0xBF)]);
-    let mut alternatives = vec![Hir::class(Class::Bytes(ascii))];
-    for (count, lead) in (1u32..).zip(leads) {
-        if lead.ranges().is_empty() {
-            continue;
-        }
-        alternatives.push(Hir::concat(vec![
-            Hir::class(Class::Bytes(lead)),
-            Hir::repetition(Repetition {
-                min: count,
-                max: Some(count),
-                greedy: true,
-                sub: Box::new(Hir::class(Class::Bytes(continuation.clone()))),
-            }),
-        ]));
-    }
-    Hir::alternation(alternatives)
-}
-
 /// What the scanner saw in one stream of one attempt.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ScanResult {
@@ -300,7 +192,7 @@ pub(crate) struct Scanner<'a> {
     unmatched: usize,
 }
 
-fn is_line_end(byte: u8) -> bool {
+pub(crate) fn is_line_end(byte: u8) -> bool {
     byte == b'\n' || byte == b'\r'
 }
 
@@ -472,138 +364,6 @@ impl<'a> Scanner<'a> {
             {
                 *kept = Some(line[..line.len().min(KEPT_LINE)].to_vec());
             }
-        }
-    }
-}
-
-/// Where a pump sends what it reads.
-pub(crate) enum Destination<'a> {
-    /// One of retry's own descriptors (stdout or stderr); `give_up` says
-    /// when to stop waiting for a reader that takes nothing.
-    Outlet {
-        outlet: Outlet,
-        give_up: &'a (dyn Fn() -> bool + Sync),
-    },
-    /// The file that holds stdout (`--buffer-stdout`, `-o`).
-    File(File),
-}
-
-/// What a pump reports when its stream ends or it is cancelled.
-#[derive(Debug, Default)]
-pub(crate) struct PumpReport {
-    pub(crate) scan: ScanResult,
-    /// Writing on failed with EPIPE: the reader downstream is gone.
-    pub(crate) downstream_closed: bool,
-    /// Writing on failed otherwise (ENOSPC, EIO): the first such error.
-    /// The rest of the stream was read, scanned and dropped.
-    pub(crate) write_error: Option<std::io::Error>,
-    /// The last byte passed on was not a line end.
-    pub(crate) ends_mid_line: bool,
-}
-
-/// Copy `source` to `destination` until end of file or until `cancel`
-/// becomes readable (its write end closed), scanning on the way. Takes
-/// `source` to close it on return: a child still writing then meets SIGPIPE.
-///
-/// A write error other than EPIPE (a full disk, `/dev/full`, EIO) is ours,
-/// not the child's: the pump records it and keeps reading and scanning
-/// (dropping the bytes), so the child sees no error and no SIGPIPE that it
-/// would not have seen without retry, and its verdict is unchanged.
-#[allow(clippy::needless_pass_by_value)]
-pub(crate) fn pump(
-    source: OwnedFd,
-    mut destination: Destination<'_>,
-    patterns: Option<&PatternSet>,
-    cancel: BorrowedFd<'_>,
-) -> PumpReport {
-    let mut scanner = patterns.map(Scanner::new);
-    let mut report = PumpReport::default();
-    let mut buffer = vec![0u8; CHUNK];
-    loop {
-        if !wait_readable(source.as_fd(), cancel) {
-            // The attempt is over. What its process wrote before it ended
-            // is still in the pipe: pass that on too (the reader downstream
-            // may be slow), but no more than one pipe's worth, so that a
-            // grandchild that keeps writing cannot hold us.
-            drain(&source, &mut buffer, |chunk| {
-                pass_on(chunk, &mut destination, scanner.as_mut(), &mut report)
-            });
-            break;
-        }
-        let count = match rustix::io::read(&source, &mut buffer) {
-            Ok(0) => break,
-            Ok(count) => count,
-            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
-            Err(_) => break,
-        };
-        if !pass_on(
-            &buffer[..count],
-            &mut destination,
-            scanner.as_mut(),
-            &mut report,
-        ) {
-            break;
-        }
-    }
-    if let Some(scanner) = scanner {
-        report.scan = scanner.finish();
-    }
-    report
-}
-
-/// Write one chunk on and scan it; false when the reader downstream is
-/// gone and the pump must stop.
-fn pass_on(
-    chunk: &[u8],
-    destination: &mut Destination<'_>,
-    scanner: Option<&mut Scanner<'_>>,
-    report: &mut PumpReport,
-) -> bool {
-    if report.write_error.is_none() {
-        let written = match destination {
-            Destination::Outlet { outlet, give_up } => outlet.write_all(chunk, give_up),
-            Destination::File(file) => file.write_all(chunk),
-        };
-        match written {
-            Ok(()) => report.ends_mid_line = chunk.last().is_some_and(|&b| !is_line_end(b)),
-            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
-                // The reader downstream went away (`retry ... | head -1`):
-                // stop and close our end, so the child meets SIGPIPE as it
-                // would have without us in between.
-                report.downstream_closed = true;
-                return false;
-            }
-            Err(err) => report.write_error = Some(err),
-        }
-    }
-    if let Some(scanner) = scanner {
-        scanner.feed(chunk);
-    }
-    true
-}
-
-/// Read what `source` holds right now, without waiting for more, at most
-/// the pipe's capacity, handing each chunk to `pass_on` until it says stop.
-fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> bool) {
-    let Ok(flags) = rustix::fs::fcntl_getfl(source) else {
-        return;
-    };
-    if rustix::fs::fcntl_setfl(source, flags | rustix::fs::OFlags::NONBLOCK).is_err() {
-        return;
-    }
-    let mut budget = rustix::pipe::fcntl_getpipe_size(source).unwrap_or(CHUNK);
-    while budget > 0 {
-        let want = budget.min(buffer.len());
-        match rustix::io::read(source, &mut buffer[..want]) {
-            Ok(0) => return,
-            Ok(count) => {
-                budget -= count;
-                if !pass_on(&buffer[..count]) {
-                    return;
-                }
-            }
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return,
         }
     }
 }

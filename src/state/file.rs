@@ -16,20 +16,22 @@
 //!   gave up after 1 s; none now, BENCHMARKS.md).
 //! - Bounded: a state file is read up to [`MAX_RECORD_BYTES`]; anything
 //!   larger is corrupt, and the caller treats it as the record's default.
-//! - Crash safety: the new state is written to an unnamed temporary file
-//!   (`O_TMPFILE`) in the directory, fsynced, linked in under a temporary
-//!   name and renamed over the old one; a crash or SIGKILL at any instant
-//!   leaves the old state or the new one, never a torn one. Where the file
-//!   system has no `O_TMPFILE`, a named temporary file does the same.
+//! - Crash safety: the new state replaces the old through
+//!   `safe_fs::replace` (an unnamed temporary file, `O_TMPFILE`, in the
+//!   directory, fsynced, linked in under a temporary name and renamed over
+//!   the old one); a crash or SIGKILL at any instant leaves the old state
+//!   or the new one, never a torn one. Where the file system has no
+//!   `O_TMPFILE`, a named temporary file does the same.
 //!   Either way, a temporary name a killed writer left behind is removed by
 //!   the next update, which holds the lock and so knows that no writer of
 //!   that record is still at work.
 
 mod dir;
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -41,7 +43,7 @@ use rustix::io::Errno;
 use super::store::{
     Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
 };
-use crate::safe_fs;
+use crate::safe_fs::replace::{NewMode, Options, Replacement, Step, Trouble};
 
 pub(crate) struct FileStore {
     /// For messages.
@@ -110,16 +112,6 @@ impl Names {
         }
     }
 
-    /// A fresh temporary name: `.STEM.XXXXXX.tmp`, six letters or digits,
-    /// as the `tempfile` crate (used before) makes them.
-    fn temporary(&self) -> String {
-        const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-        let random: String = (0..6)
-            .map(|_| char::from(CHARS[rand::random_range(0..CHARS.len())]))
-            .collect();
-        format!(".{}.{random}.tmp", self.stem)
-    }
-
     /// Whether `file` is one of this record's temporary names (and not,
     /// say, one of `STEM.other`'s).
     fn is_temporary(&self, file: &[u8]) -> bool {
@@ -130,6 +122,16 @@ impl Names {
             .and_then(|rest| rest.strip_suffix(b".tmp"));
         random.is_some_and(|r| r.len() == 6 && r.iter().all(u8::is_ascii_alphanumeric))
     }
+}
+
+/// A fresh temporary name of the record `stem`: `.STEM.XXXXXX.tmp`, six
+/// letters or digits, as the `tempfile` crate (used before) makes them.
+fn temporary_name(stem: &str) -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let random: String = (0..6)
+        .map(|_| char::from(CHARS[rand::random_range(0..CHARS.len())]))
+        .collect();
+    format!(".{stem}.{random}.tmp")
 }
 
 /// What a non-regular file is, for messages.
@@ -322,77 +324,63 @@ impl FileStore {
     }
 
     /// Replace the record with `text`, atomically (and durably, when its
-    /// kind asks it).
+    /// kind asks it). The state directory is ours alone: whatever stands
+    /// at the record's name (a corrupt record: a symlink, a FIFO) is
+    /// replaced. Where an unnamed file cannot be named (no `/proc`), the
+    /// record is written again through a named one.
     fn store(&self, names: &Names, text: &[u8]) -> Result<()> {
-        if !(self.unnamed && self.write_unnamed(names, text)?) {
-            self.write_named(names, text)?;
+        match self.replace(names, text, self.unnamed) {
+            Err(Trouble::Failed(Step::Name, _)) if self.unnamed => self.replace(names, text, false),
+            other => other,
         }
-        if names.durable {
-            // Make the rename itself durable.
-            rustix::fs::fsync(&self.fd)
-                .with_context(|| format!("syncing {}", self.dir.display()))?;
-        }
-        Ok(())
+        .map_err(|trouble| self.trouble(names, trouble))
     }
 
-    /// Write through an unnamed temporary file; `false` when the file
-    /// system (or a missing /proc) does not allow it, with nothing left
-    /// behind.
-    fn write_unnamed(&self, names: &Names, text: &[u8]) -> Result<bool> {
-        let fd = match safe_fs::create_unnamed(self.fd.as_fd(), 0o600) {
-            Ok(fd) => fd,
-            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => return Ok(false),
-            Err(err) => {
-                return Err(err).with_context(|| {
-                    format!("creating a temporary file in {}", self.dir.display())
-                });
+    /// One try at replacing the record with `text`.
+    fn replace(&self, names: &Names, text: &[u8], unnamed: bool) -> Result<(), Trouble> {
+        let dir = self
+            .fd
+            .try_clone()
+            .map_err(|err| Trouble::Failed(Step::Create, err))?;
+        let options = Options {
+            mode: NewMode::Exactly(0o600),
+            durable: names.durable,
+            guard: false,
+            unnamed,
+        };
+        let stem = names.stem.clone();
+        let temporary = move || OsString::from(temporary_name(&stem));
+        let mut replacement =
+            Replacement::new(dir, OsStr::new(&names.json), options, Box::new(temporary))?;
+        replacement.write_all(text)?;
+        replacement.commit()
+    }
+
+    /// A failed replacement, in words.
+    fn trouble(&self, names: &Names, trouble: Trouble) -> anyhow::Error {
+        let (step, err) = match trouble {
+            Trouble::Failed(step, err) => (step, err),
+            // Not asked for: the store's replacements are unguarded.
+            Trouble::Refused(refusal) => {
+                return anyhow::anyhow!(
+                    "replacing {}: {refusal:?}",
+                    self.dir.join(&names.json).display()
+                );
             }
         };
-        Self::fill(&fd, text, names.durable)?;
-        // A file without a name cannot be renamed over the state: give it
-        // a temporary name first, then rename that.
-        match safe_fs::link_unnamed(fd.as_fd(), self.fd.as_fd(), &mut || {
-            names.temporary().into()
-        }) {
-            Ok(temp) => self
-                .rename_into_place(&temp.to_string_lossy(), names)
-                .map(|()| true),
-            Err(_) => Ok(false),
-        }
-    }
-
-    /// Write through a named temporary file, removed on failure.
-    fn write_named(&self, names: &Names, text: &[u8]) -> Result<()> {
-        let (fd, temp) =
-            safe_fs::create_exclusive(self.fd.as_fd(), &mut || names.temporary().into(), 0o600)
-                .with_context(|| format!("creating a temporary file in {}", self.dir.display()))?;
-        let temp = temp.to_string_lossy().into_owned();
-        if let Err(err) = Self::fill(&fd, text, names.durable) {
-            let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
-            return Err(err);
-        }
-        self.rename_into_place(&temp, names)
-    }
-
-    /// Mode 0600 on the descriptor (whatever the umask), the text, and
-    /// fsync when `durable`.
-    fn fill(fd: &OwnedFd, text: &[u8], durable: bool) -> Result<()> {
-        rustix::fs::fchmod(fd, Mode::from_raw_mode(0o600)).context("setting the state's mode")?;
-        let mut file = File::from(fd.try_clone().context("writing the state")?);
-        file.write_all(text).context("writing the state")?;
-        if durable {
-            file.sync_all().context("syncing the state")?;
-        }
-        Ok(())
-    }
-
-    fn rename_into_place(&self, temp: &str, names: &Names) -> Result<()> {
-        if let Err(err) = rustix::fs::renameat(&self.fd, temp, &self.fd, names.json.as_str()) {
-            let _ = rustix::fs::unlinkat(&self.fd, temp, AtFlags::empty());
-            return Err(err)
-                .with_context(|| format!("replacing {}", self.dir.join(&names.json).display()));
-        }
-        Ok(())
+        let what = match step {
+            Step::Look | Step::Create => {
+                format!("creating a temporary file in {}", self.dir.display())
+            }
+            Step::Mode => "setting the state's mode".to_string(),
+            Step::Write => "writing the state".to_string(),
+            Step::Sync => "syncing the state".to_string(),
+            Step::Name | Step::Rename => {
+                format!("replacing {}", self.dir.join(&names.json).display())
+            }
+            Step::SyncDir => format!("syncing {}", self.dir.display()),
+        };
+        anyhow::Error::new(err).context(what)
     }
 }
 

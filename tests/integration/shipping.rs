@@ -420,6 +420,55 @@ fn a_metrics_path_that_is_a_device_is_left_alone() {
 }
 
 #[test]
+fn a_metrics_file_another_user_planted_in_a_sticky_directory_is_not_replaced() {
+    if skip_unless_root("a_metrics_file_another_user_planted_in_a_sticky_directory_is_not_replaced")
+    {
+        return;
+    }
+    // Another user makes the collector's file before root's job writes it,
+    // writable by all: replaced, it would stay theirs to read and rewrite
+    // (as -o refuses, and fs.protected_regular would refuse to open it).
+    let dir = scratch();
+    let shared = sticky_dir(dir.path(), "textfile");
+    let metrics = shared.join("job.prom");
+    std::fs::write(&metrics, "planted\n").unwrap();
+    std::os::unix::fs::chown(&metrics, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&metrics, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = with_metrics(&metrics, 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The job's status stands.
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--metrics-file {}: a file owned by another user (uid 65534) stands there",
+            metrics.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&metrics).unwrap(), "planted\n");
+    assert_eq!(std::fs::metadata(&metrics).unwrap().uid(), 65534);
+    let leftovers: Vec<_> = std::fs::read_dir(&shared)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(leftovers, ["job.prom"]);
+
+    // Another user's file in a directory that is not shared is replaced.
+    let theirs = dir.path().join("theirs.prom");
+    std::fs::write(&theirs, "old\n").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let out = with_metrics(&theirs, 0);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stderr, b"");
+    assert!(
+        std::fs::read_to_string(&theirs)
+            .unwrap()
+            .contains("retry_attempts")
+    );
+}
+
+#[test]
 fn the_metrics_mode_is_set_on_the_descriptor_not_through_a_swapped_symlink() {
     // A shared collector directory where a racer keeps turning every file
     // retry makes (the temporary one and the final one) into a symlink to a

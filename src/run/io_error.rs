@@ -1,0 +1,69 @@
+//! I/O errors named in words and by name (`No space left on device
+//! (ENOSPC)`), so that messages say what went wrong and give the name a
+//! user can search for.
+
+use std::io;
+
+/// An I/O error in words and by name: `No space left on device (ENOSPC)`.
+pub(crate) fn error_text(err: &io::Error) -> String {
+    let Some(code) = err.raw_os_error() else {
+        return err.to_string();
+    };
+    let words = io::Error::from_raw_os_error(code).to_string();
+    // "No space left on device (os error 28)" -> "No space left on device"
+    let words = words
+        .rsplit_once(" (os error")
+        .map_or(words.as_str(), |(text, _)| text)
+        .to_string();
+    match errno_name(code) {
+        Some(name) => format!("{words} ({name})"),
+        None => format!("{words} (errno {code})"),
+    }
+}
+
+fn errno_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ELOOP => "ELOOP",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ESTALE => "ESTALE",
+        libc::EDQUOT => "EDQUOT",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_named_in_words_and_by_errno() {
+        let full = io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(error_text(&full), "No space left on device (ENOSPC)");
+        let eio = io::Error::from_raw_os_error(libc::EIO);
+        assert_eq!(error_text(&eio), "Input/output error (EIO)");
+    }
+}

@@ -1,0 +1,146 @@
+//! One attempt, started and judged: its environment, its limits, its
+//! output's wiring, then what `classify` makes of how it ended.
+
+use std::ffi::OsString;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::{Run, Setup};
+use crate::outcome::Hint;
+use crate::policy::classify::{self, Class, Observation, Verdict};
+use crate::process::signals::SignalEvents;
+use crate::process::{ChildIo, Launch};
+use crate::report::Reporter;
+use crate::run::attempt::{self, AttemptSpec, Outcome, OutputPlan};
+use crate::run::deliver::HeldStdout;
+use crate::run::hint::HintFile;
+
+/// One attempt, judged.
+pub(super) struct Judged {
+    pub(super) outcome: Outcome,
+    pub(super) hint: Option<Hint>,
+    /// What `classify` made of it (the decision makes it final).
+    pub(super) verdict: Verdict,
+}
+
+impl Run<'_> {
+    /// Run attempt number `attempt` and judge it.
+    pub(super) fn attempt(
+        &mut self,
+        attempt: u64,
+        previous_exit: Option<i32>,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Result<Judged> {
+        let setup = &self.setup;
+        let config = setup.config;
+        let files = &mut self.files;
+        if attempt == 2 && files.stdin.is_shared_pipe() {
+            reporter.warning(
+                "stdin",
+                "stdin is a pipe: attempt 2 and later read only what earlier attempts left (--stdin replay gives each the whole input)",
+            );
+        }
+        if let Some(held) = &files.held {
+            held.reset()?;
+        }
+        reporter.attempt_start(attempt, config.attempts, &setup.command_text);
+        if let Err(problem) = files.hint.prepare() {
+            reporter.warning("hint", &problem);
+        }
+        let spec = AttemptSpec {
+            launch: Launch {
+                argv: &config.command,
+                env: child_env(setup, attempt, previous_exit, &files.hint),
+                own_group: setup.own_group,
+                inherited: signals.inherited,
+                stdin: ChildIo::Inherit,
+                stdout: ChildIo::Inherit,
+                stderr: ChildIo::Inherit,
+            },
+            deadline: setup.attempt_deadline(),
+            kill_after: config.kill_after,
+        };
+        let output = OutputPlan {
+            patterns: config.rules.patterns.as_ref(),
+            scan_stdout: config.scan_stdout,
+            same_file: setup.one_output_file,
+            stdout_spool: files.held.as_ref().map(HeldStdout::file),
+        };
+        let stdin = files.stdin.for_attempt()?;
+        let outcome = attempt::run(spec, &output, stdin, &mut signals.events)?;
+        reporter.child_left_line_open(outcome.stderr_mid_line);
+        if let Some(problem) = &outcome.stdin_error {
+            reporter.warning("stdin", problem);
+        }
+        self.note_lost_output(&outcome.lost, reporter);
+        let hint = self.files.hint.take().unwrap_or_else(|problem| {
+            reporter.warning("hint", &problem);
+            None
+        });
+        let observation = Observation {
+            ending: &outcome.ending,
+            hint,
+            matched: &outcome.scan.matched,
+            lines: &outcome.scan.lines,
+            name_the_choice: !self.state.choice_said,
+        };
+        let verdict = classify::classify(&observation, &config.rules);
+        self.state.choice_said |= verdict.class != Class::Success;
+        for advice in self
+            .state
+            .advice
+            .after_attempt(&outcome.ending, &outcome.scan, &config.rules)
+        {
+            reporter.warning("preset", &advice);
+        }
+        Ok(Judged {
+            outcome,
+            hint,
+            verdict,
+        })
+    }
+}
+
+impl Setup<'_> {
+    /// When an attempt (or `--on-retry`) starting now is ended: at
+    /// `--timeout`, or at `--max-time` if that comes first.
+    pub(super) fn attempt_deadline(&self) -> Option<Instant> {
+        [
+            self.config.timeout.map(|t| Instant::now() + t),
+            self.limits.deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+/// The variables attempt number `attempt` (and the `--on-retry` before it)
+/// gets.
+pub(super) fn child_env(
+    setup: &Setup<'_>,
+    attempt: u64,
+    previous: Option<i32>,
+    hint: &HintFile,
+) -> Vec<(&'static str, OsString)> {
+    vec![
+        ("RETRY_ATTEMPT", attempt.to_string().into()),
+        (
+            "RETRY_MAX_ATTEMPTS",
+            setup
+                .config
+                .attempts
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+                .into(),
+        ),
+        ("RETRY_RUN_ID", setup.id.as_str().into()),
+        (
+            "RETRY_PREVIOUS_EXIT",
+            previous.map(|c| c.to_string()).unwrap_or_default().into(),
+        ),
+        ("RETRY_HINT_FILE", hint.path().into_os_string()),
+    ]
+}

@@ -1,0 +1,149 @@
+//! What a run sets up once, before its first attempt: its id, limits,
+//! files and process model, and what it says before it starts (the policy
+//! under `-v`, the configuration's warnings, a nested retry).
+
+use std::ffi::OsString;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rand::rngs::{SmallRng, SysRng};
+use rand::{RngExt, SeedableRng};
+
+use super::{Files, Run, Setup, State};
+use crate::budget::Budget;
+use crate::cli::config::Config;
+use crate::policy::decision::Limits;
+use crate::presets::advice::Advice;
+use crate::report::{Reporter, Verbosity};
+use crate::run::deliver::HeldStdout;
+use crate::run::hint::HintFile;
+use crate::run::output::Lost;
+use crate::run::stdin::StdinSource;
+use crate::sys::fd::own_fd;
+use crate::text::{escape_controls, sanitize_line};
+
+/// A new run's random id: 128 bits, as 32 hex digits.
+pub(crate) fn new_run_id() -> String {
+    format!("{:032x}", seeded_rng().random::<u128>())
+}
+
+/// A generator seeded straight from the kernel (getrandom), not through
+/// rand's thread-local generator (a `ChaCha12`), whose set-up (CPU feature
+/// detection, a first block) costs a short run of retry more than all
+/// its draws do (BENCHMARKS.md).
+fn seeded_rng() -> SmallRng {
+    SmallRng::try_from_rng(&mut SysRng).expect("getrandom failed")
+}
+
+impl<'a> Run<'a> {
+    pub(super) fn set_up(
+        config: &'a Config,
+        run_id: &str,
+        budget: Option<&'a Budget>,
+    ) -> Result<Run<'a>> {
+        let started = Instant::now();
+        let rng = seeded_rng();
+        // `-o` holds stdout apart too; with both flags, FILE gets it.
+        let held = match &config.output {
+            Some(path) => Some(HeldStdout::output(path)?),
+            None if config.buffer_stdout => Some(HeldStdout::spool()?),
+            None => None,
+        };
+        let setup = Setup {
+            config,
+            id: run_id.to_string(),
+            started,
+            limits: Limits {
+                max_attempts: config.attempts,
+                deadline: config.max_time.map(|limit| started + limit),
+                until_failure: config.hooks.until_failure,
+            },
+            own_group: !(config.foreground || in_terminal_foreground()),
+            one_output_file: config.rules.patterns.is_some()
+                && crate::sys::fd::same_file(own_fd(1), own_fd(2)),
+            command_text: display_command(&config.command),
+        };
+        let files = Files {
+            hint: HintFile::for_run().context("setting up the hint file")?,
+            stdin: StdinSource::new(config.stdin)?,
+            held,
+        };
+        let state = State {
+            budget,
+            rng,
+            lost: Lost::default(),
+            advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
+            choice_said: false,
+        };
+        Ok(Run {
+            setup,
+            files,
+            state,
+        })
+    }
+
+    /// Before the first attempt: the run's deadline to the reporter, the
+    /// policy (`-v`), the configuration's warnings, a nested retry.
+    pub(super) fn announce(&self, reporter: &mut Reporter) {
+        let config = self.setup.config;
+        reporter.set_deadline(self.setup.limits.deadline);
+        // Words only `-v` shows: not formatted for nothing on every run.
+        if config.report.verbosity == Verbosity::Verbose {
+            reporter.policy(&crate::cli::explain::policy_line(config));
+            for line in config
+                .rules
+                .sets
+                .iter()
+                .filter_map(|s| s.source.preset_line())
+            {
+                reporter.policy(&line);
+            }
+        }
+        for warning in &config.warnings {
+            reporter.warning("policy", warning);
+        }
+        if let Some(warning) = nested_warning(config.attempts) {
+            reporter.warning("nested", &warning);
+        }
+    }
+}
+
+fn in_terminal_foreground() -> bool {
+    let stdin = own_fd(0);
+    rustix::termios::isatty(stdin)
+        && rustix::termios::tcgetpgrp(stdin).is_ok_and(|group| group == rustix::process::getpgrp())
+}
+
+fn display_command(command: &[OsString]) -> String {
+    command
+        .iter()
+        .map(|arg| escape_controls(&arg.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Retries layered on retries multiply: say so once, with the numbers.
+/// The outer attempt comes from the environment: shown as a number, or
+/// quoted on one short line, so it cannot forge lines of ours. An empty
+/// `RETRY_ATTEMPT` counts as unset (as for the CI folds).
+fn nested_warning(inner: Option<u64>) -> Option<String> {
+    let outer_attempt = std::env::var_os("RETRY_ATTEMPT").filter(|v| !v.is_empty())?;
+    let outer_attempt = outer_attempt.to_string_lossy();
+    let outer_attempt = match outer_attempt.trim().parse::<u64>() {
+        Ok(n) => n.to_string(),
+        Err(_) => format!("'{}'", sanitize_line(&outer_attempt, 40)),
+    };
+    let outer = std::env::var("RETRY_MAX_ATTEMPTS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let show = |limit: Option<u64>| limit.map_or("unlimited".to_string(), |n| n.to_string());
+    let product = match (outer, inner) {
+        (Some(a), Some(b)) => a.saturating_mul(b).to_string(),
+        _ => "unlimited".to_string(),
+    };
+    Some(format!(
+        "running inside another retry (its attempt {outer_attempt}): retries multiply, {} outer x {} inner = {product} runs of the command at most",
+        show(outer),
+        show(inner)
+    ))
+}
