@@ -1,4 +1,6 @@
-//! The command line: clap definitions, help text and value parsers.
+//! The command line: clap definitions and help text; the value parsers
+//! of its own flags are in `parsers` (those of values shared with config
+//! files are in `values`).
 //!
 //! Only syntax lives here. `config` turns a parsed [`Cli`] into validated,
 //! typed settings; no clap type is seen past that boundary.
@@ -9,6 +11,7 @@
 pub(crate) mod config;
 pub(crate) mod explain;
 pub(crate) mod generate;
+mod parsers;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -21,6 +24,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 use crate::cli::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
+use parsers::{PatternParser, parse_preset, parse_state_name};
 
 /// `--stdin`: what each attempt reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -312,105 +316,6 @@ pub(crate) struct Cli {
         required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset", "budget_status", "budget_reset", "preset"]
     )]
     pub(crate) command: Vec<OsString>,
-}
-
-fn parse_preset(text: &str) -> Result<String, String> {
-    if crate::presets::schema::RESERVED.contains(&text) {
-        return Ok(text.to_string());
-    }
-    crate::presets::schema::check_name(text).map(|()| text.to_string())
-}
-
-/// Circuit and budget names become file names and keys.
-fn parse_state_name(text: &str) -> Result<String, String> {
-    crate::circuit::check_name(text).map(|()| text.to_string())
-}
-
-/// An output pattern: its syntax checked here, so that a typo is told like
-/// any bad value; it is compiled with every other pattern of the run, under
-/// one total size limit (`config`).
-fn parse_pattern(text: &str) -> Result<String, String> {
-    regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(text)
-        .map(|_| text.to_string())
-        .map_err(|err| err.to_string())
-}
-
-/// [`parse_pattern`] for a value taken as bytes, so that one that is not
-/// UTF-8 is refused naming its flag and the form that matches raw bytes
-/// (clap's own refusal names neither).
-#[derive(Clone, Copy, Debug)]
-struct PatternParser;
-
-impl clap::builder::TypedValueParser for PatternParser {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        if value.to_str().is_some() {
-            return clap::builder::StringValueParser::new()
-                .try_map(|text| parse_pattern(&text))
-                .parse_ref(cmd, arg, value);
-        }
-        let bytes = value.as_encoded_bytes();
-        let flag = arg.map_or_else(|| "REGEX".to_string(), ToString::to_string);
-        let shown = escape_non_utf8(bytes, hex_escapes);
-        // A group `(?-u:\xNN)` is a literal only outside a bracket class
-        // (inside one it is the characters `(`, `?`, `-`...): with a class
-        // anywhere, the whole pattern is suggested with `(?-u)` in front.
-        let (form, suggested) = if bytes.contains(&b'[') {
-            (
-                "(?-u) in front and \\xNN (\\w, \\d and classes then match ASCII only)",
-                format!("(?-u){}", escape_non_utf8(bytes, hex_escapes)),
-            )
-        } else {
-            (
-                "(?-u:\\xNN)",
-                escape_non_utf8(bytes, |run| format!("(?-u:{})", hex_escapes(run))),
-            )
-        };
-        Err(clap::Error::raw(
-            ErrorKind::InvalidUtf8,
-            format!(
-                "invalid value '{shown}' for '{flag}': not UTF-8; to match bytes, \
-                 write them as {form}: '{suggested}'\n"
-            ),
-        )
-        .with_cmd(cmd))
-    }
-}
-
-/// `\xNN` for each byte.
-fn hex_escapes(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|byte| format!("\\x{byte:02x}"))
-        .collect::<Vec<_>>()
-        .concat()
-}
-
-/// `bytes` as text, each run of bytes that is not UTF-8 written by `escape`.
-fn escape_non_utf8(bytes: &[u8], escape: impl Fn(&[u8]) -> String) -> String {
-    let mut text = String::new();
-    let mut invalid = Vec::new();
-    for chunk in bytes.utf8_chunks() {
-        if !chunk.valid().is_empty() && !invalid.is_empty() {
-            text.push_str(&escape(&invalid));
-            invalid.clear();
-        }
-        text.push_str(chunk.valid());
-        invalid.extend_from_slice(chunk.invalid());
-    }
-    if !invalid.is_empty() {
-        text.push_str(&escape(&invalid));
-    }
-    text
 }
 
 /// Flags that only a circuit (or a budget) reads, and what must be named

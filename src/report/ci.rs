@@ -1,25 +1,21 @@
 //! CI logs: GitHub Actions workflow commands and GitLab CI section markers,
-//! and the two files a GitHub Actions step leaves for later steps
-//! (`$GITHUB_OUTPUT`) and for the run's page (`$GITHUB_STEP_SUMMARY`).
+//! and the folds sink that puts each attempt's output under a header of
+//! its own (a GitHub Actions group, a GitLab CI section).
 //!
-//! Pure formatting, and one careful append. Every piece of text that others
-//! wrote (the command line, a reason, a message) is escaped here, so that it
-//! can never end one of our lines early or start a command of its own.
-//! Imports only `text` and `values`.
+//! Pure formatting, and the folds. Every piece of text that others wrote
+//! (the command line, a reason, a message) is escaped here, so that it can
+//! never end one of our lines early or start a command of its own. Fold
+//! markers go to stderr, like every other line of retry's (README: CI
+//! logs): stdout is the command's, and often a file. A fold opened is
+//! always closed: by the attempt's end, by an error, by the end of the
+//! run, or at the latest when the sink is dropped.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use rand::RngExt;
-use rand::rngs::SmallRng;
-use rustix::fs::{Mode, OFlags};
-
-use crate::safe_fs::Unopened;
-use crate::text::{escape_controls, sanitize_line};
-use crate::values::human;
+use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, of_attempts};
+use crate::text::escape_controls;
 
 /// The CI an environment variable names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,251 +131,123 @@ pub(crate) fn gitlab_section_end(name: &str, unix_seconds: u64) -> String {
     format!("\x1b[0Ksection_end:{unix_seconds}:{name}\r\x1b[0K")
 }
 
-// ---- GitHub Actions step files ----
+// ---- The folds sink ----
 
-/// GitHub caps a step's summary at 1 MiB; past it, none of it is shown.
-pub(crate) const SUMMARY_LIMIT: u64 = 1024 * 1024;
-
-/// Rows of the summary table kept from the start and from the end of a
-/// run; the attempts in between are counted, not kept (an unlimited run
-/// must not grow without bound).
-const FIRST_ROWS: usize = 10;
-const LAST_ROWS: usize = 20;
-
-/// One attempt, as the summary table shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct AttemptRow {
-    pub(crate) attempt: u64,
-    /// The exit code, a signal's name, or `timeout`.
-    pub(crate) exit: String,
-    pub(crate) duration: Duration,
-    /// `success`, `transient` or `permanent`.
-    pub(crate) verdict: &'static str,
+/// An attempt's fold, open in the CI log.
+enum Fold {
+    Group,
+    Section(String),
 }
 
-/// The attempts of a run, bounded: the first few and the last few.
-#[derive(Debug, Default)]
-pub(crate) struct AttemptLog {
-    first: Vec<AttemptRow>,
-    last: VecDeque<AttemptRow>,
-    /// Attempts neither kept in `first` nor in `last`.
-    skipped: u64,
+/// The folds sink: each attempt's fold opens at its start, whatever the
+/// verbosity, under a header naming it, and closes before anything is said
+/// about it.
+pub(crate) struct Folds<W: Write> {
+    out: W,
+    ci: Ci,
+    /// The run's id, in GitLab section names.
+    run_id: String,
+    open: Option<Fold>,
+    /// The child's stderr goes through retry, so whether it ended mid-line
+    /// is known (and taken care of where the lines go).
+    stderr_tracked: bool,
+    /// The time in GitLab section markers.
+    clock: fn() -> SystemTime,
 }
 
-impl AttemptLog {
-    pub(crate) fn push(&mut self, row: AttemptRow) {
-        if self.first.len() < FIRST_ROWS {
-            self.first.push(row);
-            return;
-        }
-        if self.last.len() == LAST_ROWS {
-            self.last.pop_front();
-            self.skipped += 1;
-        }
-        self.last.push_back(row);
-    }
-}
-
-/// How the run ended, for the step files.
-pub(crate) struct StepResult<'a> {
-    pub(crate) attempts: u64,
-    /// Retry's own exit status (128+N for a signal).
-    pub(crate) exit_code: i32,
-    /// The `done` outcome: `success`, `exhausted`, ...
-    pub(crate) outcome: &'a str,
-    /// The command line as retry shows it (control characters escaped);
-    /// empty when nothing ran.
-    pub(crate) command: &'a str,
-    pub(crate) elapsed: Duration,
-}
-
-/// `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, when set (not empty).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct StepFiles {
-    pub(crate) output: Option<PathBuf>,
-    pub(crate) summary: Option<PathBuf>,
-}
-
-impl StepFiles {
-    pub(crate) fn from_env(var: impl Fn(&str) -> Option<OsString>) -> StepFiles {
-        let path = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        StepFiles {
-            output: path("GITHUB_OUTPUT"),
-            summary: path("GITHUB_STEP_SUMMARY"),
+impl<W: Write> Folds<W> {
+    pub(crate) fn new(out: W, ci: Ci, run_id: &str, stderr_tracked: bool) -> Self {
+        Folds {
+            out,
+            ci,
+            run_id: run_id.to_string(),
+            open: None,
+            stderr_tracked,
+            clock: SystemTime::now,
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.output.is_none() && self.summary.is_none()
+    fn unix_seconds(&self) -> u64 {
+        (self.clock)()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs())
     }
 
-    /// Append the outputs and the summary; what went wrong, in words.
-    pub(crate) fn write(&self, result: &StepResult<'_>, log: &AttemptLog) -> Vec<String> {
-        let mut problems = Vec::new();
-        if let Some(path) = &self.output {
-            let mut rng: SmallRng = rand::make_rng();
-            let text = outputs(result, || {
-                format!("ghadelimiter_{:032x}", rng.random::<u128>())
-            });
-            if let Err(problem) = append(path, &text, None) {
-                problems.push(format!(
-                    "$GITHUB_OUTPUT {}: {problem}; the step's outputs are not set",
-                    escape_controls(&path.display().to_string())
-                ));
+    fn write(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+    }
+
+    /// Close the open fold, if any.
+    fn close(&mut self) {
+        match self.open.take() {
+            None => {}
+            Some(Fold::Group) => {
+                // `::endgroup::` counts only at the start of a line: when
+                // the child's stderr is not ours to watch, it may have
+                // left one unfinished.
+                let lead = if self.stderr_tracked { "" } else { "\n" };
+                self.write(&format!("{lead}{GITHUB_END_GROUP}\n"));
+            }
+            Some(Fold::Section(name)) => {
+                let marker = gitlab_section_end(&name, self.unix_seconds());
+                self.write(&format!("{marker}\n"));
             }
         }
-        if let Some(path) = &self.summary {
-            let text = summary(result, log);
-            if let Err(problem) = append(path, &text, Some(SUMMARY_LIMIT)) {
-                problems.push(format!(
-                    "$GITHUB_STEP_SUMMARY {}: {problem}; no summary written",
-                    escape_controls(&path.display().to_string())
-                ));
+    }
+}
+
+impl<W: Write> Sink for Folds<W> {
+    fn error(&mut self, _message: &str) {
+        self.close();
+    }
+
+    /// An attempt begins: fold what follows under its header.
+    fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
+        self.close();
+        let header = format!(
+            "retry: attempt {}: {command}",
+            of_attempts(attempt, max_attempts)
+        );
+        let (marker, fold) = match self.ci {
+            Ci::Github => (github_group(&header), Fold::Group),
+            Ci::Gitlab => {
+                let name = section_name(&self.run_id, attempt);
+                let marker = gitlab_section_start(&name, self.unix_seconds(), &header);
+                (marker, Fold::Section(name))
             }
-        }
-        problems
+        };
+        self.write(&format!("{marker}\n"));
+        self.open = Some(fold);
+    }
+
+    fn attempt(&mut self, _record: &AttemptRecord, _next: Option<&SleepRecord>) {
+        self.close();
+    }
+
+    fn circuit_open(&mut self, _message: &str, _exit_code: i32, _elapsed: Duration) {
+        self.close();
+    }
+
+    fn done(&mut self, _record: &DoneRecord) {
+        self.close();
     }
 }
 
-/// `attempts`, `exit_code` and `outcome` as `$GITHUB_OUTPUT` lines.
-fn outputs(result: &StepResult<'_>, delimiter: impl FnMut() -> String) -> String {
-    let mut delimiter = delimiter;
-    let mut text = String::new();
-    for (name, value) in [
-        ("attempts", result.attempts.to_string()),
-        ("exit_code", result.exit_code.to_string()),
-        ("outcome", result.outcome.to_string()),
-    ] {
-        text.push_str(&output_entry(name, &value, &mut delimiter));
+impl<W: Write> Drop for Folds<W> {
+    /// The last exit: a fold still open (retry failed on its own mid-run)
+    /// is closed, so the CI log stays balanced.
+    fn drop(&mut self) {
+        self.close();
     }
-    text
-}
-
-/// `name=value`, or the heredoc form `name<<DELIMITER` when the value
-/// holds a line end (a `name=value` line would end there, and the rest be
-/// read as lines of their own). The delimiter is drawn until it is no line
-/// of the value.
-fn output_entry(name: &str, value: &str, delimiter: &mut impl FnMut() -> String) -> String {
-    if !value.contains(['\n', '\r']) {
-        return format!("{name}={value}\n");
-    }
-    let mut mark = delimiter();
-    while value
-        .lines()
-        .any(|line| line.trim_end_matches('\r') == mark)
-    {
-        mark = delimiter();
-    }
-    format!("{name}<<{mark}\n{value}\n{mark}\n")
-}
-
-/// Markdown text: every ASCII punctuation character backslash-escaped (so
-/// none starts a link, an emphasis, a table cell or HTML), on one line.
-fn markdown_text(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in sanitize_line(text, 200).chars() {
-        if c.is_ascii_punctuation() {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
-}
-
-/// The run as a short Markdown section: a headline and a table of its
-/// attempts.
-fn summary(result: &StepResult<'_>, log: &AttemptLog) -> String {
-    let mut text = String::from("### retry");
-    if !result.command.is_empty() {
-        text.push_str(": ");
-        text.push_str(&markdown_text(result.command));
-    }
-    let plural = if result.attempts == 1 {
-        "attempt"
-    } else {
-        "attempts"
-    };
-    text.push_str(&format!(
-        "\n\n**{}** after {} {plural} in {}, exit status {}\n",
-        result.outcome,
-        result.attempts,
-        human(result.elapsed),
-        result.exit_code
-    ));
-    if log.first.is_empty() {
-        return text + "\n";
-    }
-    text.push_str("\n| attempt | exit | duration | verdict |\n|---:|---:|---:|---|\n");
-    let row = |row: &AttemptRow| {
-        format!(
-            "| {} | {} | {} | {} |\n",
-            row.attempt,
-            markdown_text(&row.exit),
-            human(row.duration),
-            row.verdict
-        )
-    };
-    for kept in &log.first {
-        text.push_str(&row(kept));
-    }
-    if log.skipped > 0 {
-        text.push_str(&format!(
-            "| ... | | | {} attempts not shown |\n",
-            log.skipped
-        ));
-    }
-    for kept in &log.last {
-        text.push_str(&row(kept));
-    }
-    text.push('\n');
-    text
-}
-
-/// Append `text` to the file at `path` in one write. The runner creates
-/// these files; anything but a regular file there is refused (a FIFO is
-/// opened without blocking, then refused), and so is a write that would
-/// take the file past `limit` bytes.
-fn append(path: &Path, text: &str, limit: Option<u64>) -> Result<(), String> {
-    let flags =
-        OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    // A symlink another user planted in a sticky directory is not followed.
-    let fd = crate::safe_fs::open_trusted(path, flags, Mode::empty()).map_err(|err| match err {
-        Unopened::Untrusted(err) => format!("{err:#}"),
-        // A FIFO without a reader: ENXIO, rather than a wait for one.
-        Unopened::Failed(_) if std::fs::metadata(path).is_ok_and(|m| !m.file_type().is_file()) => {
-            "not a regular file".to_string()
-        }
-        Unopened::Failed(err) => std::io::Error::from(err).to_string(),
-    })?;
-    let mut file = std::fs::File::from(fd);
-    let meta = file.metadata().map_err(|err| err.to_string())?;
-    if !meta.file_type().is_file() {
-        return Err("not a regular file".to_string());
-    }
-    if let Some(limit) = limit
-        && meta.len().saturating_add(text.len() as u64) > limit
-    {
-        return Err(format!(
-            "it would grow past GitHub's limit of {} KiB for one step",
-            limit / 1024
-        ));
-    }
-    file.write_all(text.as_bytes())
-        .map_err(|err| err.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| OsString::from(value))
-        }
-    }
+    use crate::outcome::RunOutcome;
+    use crate::policy::classify::Class;
+    use crate::report::fixtures::{attempt_record, done_record, env, noon};
 
     #[test]
     fn the_environment_names_the_ci_and_empty_is_unset() {
@@ -390,10 +258,6 @@ mod tests {
         assert_eq!(detect(env(&[])), None);
         assert!(nested(env(&[("RETRY_ATTEMPT", "2")])));
         assert!(!nested(env(&[("RETRY_ATTEMPT", "")])));
-        let files =
-            StepFiles::from_env(env(&[("GITHUB_OUTPUT", ""), ("GITHUB_STEP_SUMMARY", "/s")]));
-        assert_eq!(files.output, None);
-        assert_eq!(files.summary, Some(PathBuf::from("/s")));
     }
 
     #[test]
@@ -424,72 +288,72 @@ mod tests {
         );
     }
 
+    fn folds(ci: Ci, stderr_tracked: bool) -> Folds<Vec<u8>> {
+        let mut folds = Folds::new(Vec::new(), ci, "r1", stderr_tracked);
+        folds.clock = noon;
+        folds
+    }
+
+    fn written(folds: &Folds<Vec<u8>>) -> &str {
+        std::str::from_utf8(&folds.out).unwrap()
+    }
+
     #[test]
-    fn outputs_use_the_heredoc_form_only_for_a_line_end() {
-        let mut draws = ["x", "EOF", "EOF2"].into_iter().map(String::from);
-        let mut next = move || draws.next().unwrap();
-        assert_eq!(output_entry("a", "1", &mut next), "a=1\n");
-        // "x" is a line of the value: drawn again.
-        assert_eq!(output_entry("b", "x\ny", &mut next), "b<<EOF\nx\ny\nEOF\n");
-        let result = StepResult {
-            attempts: 3,
-            exit_code: 0,
-            outcome: "success",
-            command: "make test",
-            elapsed: Duration::from_millis(4200),
-        };
+    fn each_attempt_is_a_github_group_closed_before_its_end_is_said() {
+        let mut sink = folds(Ci::Github, true);
+        sink.attempt_start(1, Some(3), "make test");
+        assert_eq!(written(&sink), "::group::retry: attempt 1/3: make test\n");
+        sink.attempt(&attempt_record(1, Class::Transient), None);
+        sink.attempt_start(2, None, "make test");
+        sink.attempt(&attempt_record(2, Class::Success), None);
+        sink.done(&done_record(RunOutcome::Success, 2));
         assert_eq!(
-            outputs(&result, || unreachable!()),
-            "attempts=3\nexit_code=0\noutcome=success\n"
+            written(&sink),
+            "::group::retry: attempt 1/3: make test\n::endgroup::\n\
+             ::group::retry: attempt 2: make test\n::endgroup::\n"
         );
     }
 
     #[test]
-    fn the_summary_is_a_bounded_table_with_the_command_escaped() {
-        let mut log = AttemptLog::default();
-        for attempt in 1..=100 {
-            log.push(AttemptRow {
-                attempt,
-                exit: "1".into(),
-                duration: Duration::from_millis(5),
-                verdict: "transient",
-            });
+    fn an_untracked_stderr_gets_a_line_end_before_the_end_of_a_group() {
+        let mut sink = folds(Ci::Github, false);
+        sink.attempt_start(1, Some(3), "a\nb");
+        sink.error("boom");
+        sink.error("a second error closes nothing");
+        assert_eq!(
+            written(&sink),
+            "::group::retry: attempt 1/3: a%0Ab\n\n::endgroup::\n"
+        );
+    }
+
+    #[test]
+    fn each_attempt_is_a_gitlab_section_named_by_the_run_and_the_attempt() {
+        let mut sink = folds(Ci::Gitlab, true);
+        sink.attempt_start(1, Some(2), "make test");
+        // A second start closes the first fold before it opens its own.
+        sink.attempt_start(2, Some(2), "make test");
+        sink.circuit_open("circuit open", 75, Duration::ZERO);
+        assert_eq!(
+            written(&sink),
+            "\x1b[0Ksection_start:1700000000:retry_r1_attempt_1[collapsed=true]\r\x1b[0K\
+             retry: attempt 1/2: make test\n\
+             \x1b[0Ksection_end:1700000000:retry_r1_attempt_1\r\x1b[0K\n\
+             \x1b[0Ksection_start:1700000000:retry_r1_attempt_2[collapsed=true]\r\x1b[0K\
+             retry: attempt 2/2: make test\n\
+             \x1b[0Ksection_end:1700000000:retry_r1_attempt_2\r\x1b[0K\n"
+        );
+    }
+
+    #[test]
+    fn a_fold_left_open_is_closed_when_the_sink_is_dropped() {
+        let mut out = Vec::new();
+        {
+            let mut sink = Folds::new(&mut out, Ci::Github, "r1", true);
+            sink.attempt_start(1, Some(3), "make test");
         }
-        let result = StepResult {
-            attempts: 100,
-            exit_code: 1,
-            outcome: "exhausted",
-            command: "sh -c 'a|b' <x>",
-            elapsed: Duration::from_secs(2),
-        };
-        let text = summary(&result, &log);
-        assert!(
-            text.starts_with("### retry: sh \\-c \\'a\\|b\\' \\<x\\>\n"),
-            "{text}"
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "::group::retry: attempt 1/3: make test\n::endgroup::\n"
         );
-        let rows = text.lines().filter(|l| l.starts_with("| ")).count();
-        // The header, 10 first, the gap, 20 last.
-        assert_eq!(rows, 1 + FIRST_ROWS + 1 + LAST_ROWS, "{text}");
-        assert!(
-            text.contains("| ... | | | 70 attempts not shown |"),
-            "{text}"
-        );
-        assert!(text.contains("| 100 | 1 | 5ms | transient |"), "{text}");
-    }
-
-    #[test]
-    fn appending_refuses_a_fifo_and_a_summary_past_the_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, Mode::from_raw_mode(0o600)).unwrap();
-        assert!(append(&fifo, "x\n", None).is_err());
-        let missing = dir.path().join("missing");
-        assert!(append(&missing, "x\n", None).is_err());
-        assert!(!missing.exists());
-        let file = dir.path().join("summary");
-        std::fs::write(&file, "a\n").unwrap();
-        append(&file, "b\n", Some(4)).unwrap();
-        assert!(append(&file, "c\n", Some(4)).is_err());
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\nb\n");
     }
 }

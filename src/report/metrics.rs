@@ -212,4 +212,96 @@ mod tests {
             value.parse::<f64>().unwrap();
         }
     }
+
+    #[test]
+    fn renders_every_metric_with_its_help_and_type() {
+        let summary = RunSummary {
+            status: ExitStatus::Code(0),
+            outcome: RunOutcome::Success,
+            attempts: 1,
+            elapsed: Duration::from_millis(250),
+        };
+        let text = render("job", &summary, UNIX_EPOCH + Duration::from_millis(1_500));
+        let mut expected = String::from(
+            "# HELP retry_attempts Attempts the last run made, the first included.\n\
+             # TYPE retry_attempts gauge\n\
+             retry_attempts{name=\"job\"} 1\n\
+             # HELP retry_retries Retries the last run made (attempts after the first).\n\
+             # TYPE retry_retries gauge\n\
+             retry_retries{name=\"job\"} 0\n\
+             # HELP retry_outcome How the last run ended: 1 for its outcome, 0 for the others.\n\
+             # TYPE retry_outcome gauge\n",
+        );
+        for outcome in RunOutcome::ALL {
+            let value = u8::from(outcome == RunOutcome::Success);
+            expected.push_str(&format!(
+                "retry_outcome{{name=\"job\",outcome=\"{}\"}} {value}\n",
+                outcome.as_str()
+            ));
+        }
+        expected.push_str(
+            "# HELP retry_success 1 if the last run succeeded, else 0.\n\
+             # TYPE retry_success gauge\n\
+             retry_success{name=\"job\"} 1\n\
+             # HELP retry_exit_status Exit status of the last run (128+N for signal N).\n\
+             # TYPE retry_exit_status gauge\n\
+             retry_exit_status{name=\"job\"} 0\n\
+             # HELP retry_duration_seconds How long the last run took, sleeps included.\n\
+             # TYPE retry_duration_seconds gauge\n\
+             retry_duration_seconds{name=\"job\"} 0.250\n\
+             # HELP retry_last_run_end_timestamp_seconds When the last run ended, in seconds since the Unix epoch.\n\
+             # TYPE retry_last_run_end_timestamp_seconds gauge\n\
+             retry_last_run_end_timestamp_seconds{name=\"job\"} 1.500\n",
+        );
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn a_run_that_never_started_has_no_retries_and_a_signal_shows_as_128_plus_n() {
+        let summary = RunSummary {
+            status: ExitStatus::Signal(15),
+            outcome: RunOutcome::CircuitOpen,
+            attempts: 0,
+            elapsed: Duration::ZERO,
+        };
+        let text = render("a\\b\nc", &summary, UNIX_EPOCH);
+        assert!(
+            text.contains("retry_attempts{name=\"a\\\\b\\nc\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("retry_retries{name=\"a\\\\b\\nc\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains("outcome=\"circuit-open\"} 1\n"), "{text}");
+        assert!(
+            text.contains("retry_success{name=\"a\\\\b\\nc\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("retry_exit_status{name=\"a\\\\b\\nc\"} 143\n"),
+            "{text}"
+        );
+        assert_eq!(
+            text.lines().filter(|l| l.contains("outcome=")).count(),
+            RunOutcome::ALL.len()
+        );
+    }
+
+    #[test]
+    fn the_check_before_the_run_names_a_directory_where_no_file_can_be_made() {
+        let dir = tempfile::tempdir().unwrap();
+        check(&dir.path().join("job.prom")).unwrap();
+        // The check leaves nothing behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let missing = dir.path().join("missing/job.prom");
+        let err = check(&missing).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "--metrics-file {}: cannot create a file in ",
+                missing.display()
+            )),
+            "{err}"
+        );
+    }
 }

@@ -1,36 +1,40 @@
-//! Retry's own messages: human lines prefixed `retry:`, or JSON events; in
-//! a CI log, each attempt folded (a GitHub Actions group, a GitLab CI
-//! section) and, on GitHub, failures as annotations.
+//! Retry's own messages: one `Reporter` that the run tells what happened
+//! (the records below), and the sinks it hands each record to, in turn:
 //!
-//! One line per event, written with a single `write` so it never mixes with
-//! other writers mid-line; errors writing (a closed stderr, a full disk) are
-//! ignored: reporting must never make retry fail or panic.
+//! - `ci`: in a CI log, each attempt's output folded (a GitHub Actions
+//!   group, a GitLab CI section);
+//! - `steps`: a GitHub Actions step's outputs and summary;
+//! - `text`: human lines prefixed `retry:` (on GitHub, failures as
+//!   annotations), or `json`: one JSON event per line;
+//! - `metrics`: the `--metrics-file`, which `app` renders from the run's
+//!   summary and writes once, at the end.
 //!
-//! Fold markers and annotations go to stderr, like every other line of
-//! retry's (README: CI logs): stdout is the command's, and often a file.
-//! A fold opened is always closed: by the attempt's end, by an error, by
-//! the end of the run, or at the latest when the reporter is dropped, which
-//! is before retry re-raises a signal.
+//! This file holds the settings, the records and the fan-out; it formats
+//! nothing itself. `out` is where the lines go (stderr or the log file).
+//! Reporting never makes retry fail or panic: a line that cannot be written
+//! is dropped. Imports nothing from `run`, `cli` or `app`.
 
-pub(crate) mod ci;
+mod ci;
+mod json;
 pub(crate) mod metrics;
+mod out;
+mod steps;
+mod text;
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use anstyle::{AnsiColor, Style};
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
 
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
-use crate::sys::fd::Outlet;
-use crate::text::escape_controls;
-use crate::values::human;
-use ci::{AttemptLog, AttemptRow, Ci, Level, StepFiles, StepResult};
+use crate::process::Ending;
+use ci::{Ci, Folds};
+use json::JsonSink;
+use out::{Out, Stderr};
+use steps::{StepFiles, Steps};
+use text::{TextSettings, TextSink};
 
 /// Format of retry's own messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -56,6 +60,7 @@ impl LogFormat {
         })
     }
 
+    /// The CI log this format writes for, if any.
     fn ci(self) -> Option<Ci> {
         match self {
             LogFormat::Github => Some(Ci::Github),
@@ -161,59 +166,7 @@ pub(crate) struct DoneRecord {
     pub(crate) until_failure: bool,
 }
 
-/// The attempt died of SIGPIPE: its reader went away on purpose
-/// (`retry -- yes | head -1`), which is no failure worth a word.
-fn reader_went_away(signal: Option<i32>, timed_out: bool) -> bool {
-    signal == Some(libc::SIGPIPE) && !timed_out
-}
-
-enum Sink {
-    Stderr,
-    File(File),
-}
-
-/// An attempt's fold, open in the CI log.
-enum Fold {
-    Group,
-    Section(String),
-}
-
-pub(crate) struct Reporter {
-    verbosity: Verbosity,
-    json: bool,
-    sink: Sink,
-    color: bool,
-    /// The child's scanned stderr stopped mid-line: start ours on a new one.
-    stderr_mid_line: bool,
-    /// The run's id, on every JSON event.
-    run_id: String,
-    /// `--log-format github` or `gitlab`.
-    ci: Option<Ci>,
-    /// Fold each attempt: a CI format, not nested, not `-q`.
-    folds: bool,
-    open_fold: Option<Fold>,
-    stderr_tracked: bool,
-    /// The command line as shown, from the first attempt's start.
-    command: String,
-    /// The step files to write at the end, and the attempts for them.
-    steps: Option<(StepFiles, AttemptLog)>,
-    /// Retry's stderr, written so that a reader that takes nothing holds
-    /// retry neither past a signal nor past the run's deadline.
-    stderr: Outlet,
-    /// The run's deadline (`--max-time`), once the run has started.
-    deadline: Option<Instant>,
-}
-
-const FAILURE: Style = AnsiColor::Red.on_default().bold();
-const WARNING: Style = AnsiColor::Yellow.on_default();
-const SUCCESS: Style = AnsiColor::Green.on_default();
-const DIM: Style = Style::new().dimmed();
-
-/// Now, as RFC 3339 in UTC with milliseconds.
-fn timestamp_now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
+/// `3/5`, or `3` when attempts are unlimited.
 fn of_attempts(attempt: u64, max: Option<u64>) -> String {
     match max {
         Some(max) => format!("{attempt}/{max}"),
@@ -221,172 +174,92 @@ fn of_attempts(attempt: u64, max: Option<u64>) -> String {
     }
 }
 
-fn millis(duration: Duration) -> u64 {
-    duration.as_millis().min(u128::from(u64::MAX)) as u64
+/// What every sink is told, in the words of the [`Reporter`]'s methods.
+/// Each sink keeps what it shows and ignores the rest: a method does
+/// nothing unless a sink says otherwise.
+trait Sink {
+    fn error(&mut self, _message: &str) {}
+    fn warning(&mut self, _kind: &str, _message: &str) {}
+    fn policy(&mut self, _description: &str) {}
+    fn budget(&mut self, _name: &str, _op: &str, _tokens: f64, _took: Duration) {}
+    fn attempt_start(&mut self, _attempt: u64, _max_attempts: Option<u64>, _command: &str) {}
+    fn attempt(&mut self, _record: &AttemptRecord, _next: Option<&SleepRecord>) {}
+    fn sleep(&mut self, _sleep: &SleepRecord) {}
+    fn circuit_open(&mut self, _message: &str, _exit_code: i32, _elapsed: Duration) {}
+    fn done(&mut self, _record: &DoneRecord) {}
+    fn hook(&mut self, _which: &str, _command: &str, _ending: &Ending, _duration: Duration) {}
 }
 
-fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
-
-/// The exit column of the step summary.
-fn exit_cell(record: &AttemptRecord) -> String {
-    if record.timed_out {
-        "timeout".to_string()
-    } else if let Some(signal) = record.signal {
-        crate::process::signal_name(signal)
-    } else {
-        record
-            .exit_code
-            .map_or_else(|| "-".to_string(), |code| code.to_string())
-    }
+/// Retry's own messages, handed to every sink that the settings call for.
+pub(crate) struct Reporter {
+    /// Told first, so that an attempt's fold closes before anything is
+    /// said about the attempt; dropped first, so that a fold still open
+    /// (retry failed on its own mid-run) is closed, which is before retry
+    /// re-raises a signal.
+    folds: Option<Folds<Stderr>>,
+    /// Taken (and written) at the end of the run.
+    steps: Option<Steps>,
+    /// Text or JSON.
+    lines: Box<dyn Sink>,
+    stderr: Stderr,
 }
 
 impl Reporter {
     pub(crate) fn new(settings: &ReportSettings, run_id: &str) -> Result<Reporter> {
-        let sink = match &settings.log_file {
-            Some(path) => Sink::File(crate::safe_fs::open_append_log(path).with_context(|| {
+        let stderr = Stderr::new();
+        let out = match &settings.log_file {
+            Some(path) => Out::File(crate::safe_fs::open_append_log(path).with_context(|| {
                 format!("--log-file {}: cannot open for appending", path.display())
             })?),
-            None => Sink::Stderr,
+            None => Out::Stderr(stderr.clone()),
         };
-        let json = settings.format == LogFormat::Json;
-        let color = !json
-            && matches!(sink, Sink::Stderr)
-            && match settings.color {
-                ColorWhen::Always => true,
-                ColorWhen::Never => false,
-                ColorWhen::Auto => {
-                    anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
-                }
-            };
         let ci = settings.format.ci();
-        let step_files = settings.ci.step_files.clone();
+        let folds = ci
+            .filter(|_| !settings.ci.nested && settings.verbosity != Verbosity::Quiet)
+            .map(|ci| Folds::new(stderr.clone(), ci, run_id, settings.ci.stderr_tracked));
+        let lines: Box<dyn Sink> = if settings.format == LogFormat::Json {
+            Box::new(JsonSink::new(out, settings.verbosity, run_id))
+        } else {
+            let log_file = matches!(out, Out::File(_));
+            let text = TextSettings {
+                verbosity: settings.verbosity,
+                color: !log_file && color_stderr(settings.color),
+                log_file,
+                ci,
+                folded: folds.is_some(),
+            };
+            let annotations = (ci == Some(Ci::Github)).then(|| Out::Stderr(stderr.clone()));
+            Box::new(TextSink::new(out, text, annotations))
+        };
+        let files = &settings.ci.step_files;
         Ok(Reporter {
-            verbosity: settings.verbosity,
-            json,
-            sink,
-            color,
-            stderr_mid_line: false,
-            run_id: run_id.to_string(),
-            ci,
-            folds: ci.is_some() && !settings.ci.nested && settings.verbosity != Verbosity::Quiet,
-            open_fold: None,
-            stderr_tracked: settings.ci.stderr_tracked,
-            command: String::new(),
-            steps: (!step_files.is_empty()).then(|| (step_files, AttemptLog::default())),
-            stderr: Outlet::new(2),
-            deadline: None,
+            folds,
+            steps: (!files.is_empty()).then(|| Steps::new(files.clone())),
+            lines,
+            stderr,
         })
+    }
+
+    /// Every sink, in the order they hear of an event.
+    fn each(&mut self, mut tell: impl FnMut(&mut dyn Sink)) {
+        if let Some(folds) = &mut self.folds {
+            tell(folds);
+        }
+        if let Some(steps) = &mut self.steps {
+            tell(steps);
+        }
+        tell(self.lines.as_mut());
     }
 
     /// The run's deadline: past it (or a signal), a line that a stalled
     /// stderr does not take is dropped rather than waited on.
     pub(crate) fn set_deadline(&mut self, deadline: Option<Instant>) {
-        self.deadline = deadline;
+        self.stderr.set_deadline(deadline);
     }
 
     /// The last attempt's scanned stderr ended without a line end.
     pub(crate) fn child_left_line_open(&mut self, open: bool) {
-        self.stderr_mid_line = open;
-    }
-
-    fn write_line(&mut self, line: &str) {
-        let mut text = String::with_capacity(line.len() + 2);
-        if matches!(self.sink, Sink::File(_)) && !self.json {
-            // Runs appended to one file are told apart by time.
-            text.push_str(&timestamp_now());
-            text.push(' ');
-        }
-        text.push_str(line);
-        text.push('\n');
-        match &mut self.sink {
-            Sink::Stderr => self.write_stderr(&text),
-            Sink::File(file) => {
-                let _ = file.write_all(text.as_bytes());
-            }
-        }
-    }
-
-    /// `text` on stderr, on a line of its own.
-    fn write_stderr(&mut self, text: &str) {
-        let mut lead = "";
-        if self.stderr_mid_line {
-            lead = "\n";
-            self.stderr_mid_line = false;
-        }
-        let deadline = self.deadline;
-        let give_up = || {
-            crate::process::signals::terminating_arrived()
-                || deadline.is_some_and(|deadline| Instant::now() >= deadline)
-        };
-        let _ = self
-            .stderr
-            .write_all(format!("{lead}{text}").as_bytes(), &give_up);
-    }
-
-    /// A CI format: an attempt begins; fold what follows under its header.
-    fn open_fold(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) -> bool {
-        if !self.folds {
-            return false;
-        }
-        self.close_fold();
-        let header = format!(
-            "retry: attempt {}: {command}",
-            of_attempts(attempt, max_attempts)
-        );
-        let (marker, fold) = match self.ci {
-            Some(Ci::Github) => (ci::github_group(&header), Fold::Group),
-            Some(Ci::Gitlab) => {
-                let name = ci::section_name(&self.run_id, attempt);
-                let marker = ci::gitlab_section_start(&name, unix_seconds(), &header);
-                (marker, Fold::Section(name))
-            }
-            None => return false,
-        };
-        self.write_stderr(&format!("{marker}\n"));
-        self.open_fold = Some(fold);
-        true
-    }
-
-    /// Close the open fold, if any.
-    fn close_fold(&mut self) {
-        match self.open_fold.take() {
-            None => {}
-            Some(Fold::Group) => {
-                // `::endgroup::` counts only at the start of a line: when
-                // the child's stderr is not ours to watch, it may have
-                // left one unfinished.
-                let lead = if self.stderr_tracked { "" } else { "\n" };
-                self.write_stderr(&format!("{lead}{}\n", ci::GITHUB_END_GROUP));
-            }
-            Some(Fold::Section(name)) => {
-                let marker = ci::gitlab_section_end(&name, unix_seconds());
-                self.write_stderr(&format!("{marker}\n"));
-            }
-        }
-    }
-
-    /// On GitHub, an annotation instead of the line `retry: TEXT`
-    /// (the log shows it in its place); the line itself still goes to a
-    /// `--log-file`. Elsewhere, the line.
-    fn annotate(&mut self, level: Level, title: &str, message: &str, style: Style, text: &str) {
-        if self.ci != Some(Ci::Github) {
-            self.say(style, text);
-            return;
-        }
-        let command = ci::github_annotation(level, title, message);
-        self.write_stderr(&format!("{command}\n"));
-        if matches!(self.sink, Sink::File(_)) {
-            self.say(style, text);
-        }
-    }
-
-    /// The command line as shown in annotations: one line, not too long.
-    fn short_command(&self) -> String {
-        crate::text::sanitize_line(&self.command, 200)
+        self.stderr.set_mid_line(open);
     }
 
     /// The outermost retry in a GitHub Actions step: append the step's
@@ -398,368 +271,143 @@ impl Reporter {
         attempts: u64,
         elapsed: Duration,
     ) {
-        let Some((files, log)) = self.steps.take() else {
+        let Some(steps) = self.steps.take() else {
             return;
         };
-        let result = StepResult {
-            attempts,
-            exit_code,
-            outcome: outcome.as_str(),
-            command: &self.command,
-            elapsed,
-        };
-        for problem in files.write(&result, &log) {
+        for problem in steps.write(exit_code, outcome, attempts, elapsed) {
             self.warning("ci", &problem);
         }
     }
 
-    /// One JSON event, with the time and the run's id added.
-    fn event(&mut self, value: &Value) {
-        let mut value = value.clone();
-        if let Value::Object(fields) = &mut value {
-            fields.insert("ts".into(), Value::from(timestamp_now()));
-            fields.insert("run_id".into(), Value::from(self.run_id.as_str()));
-        }
-        self.write_line(&value.to_string());
-    }
-
-    /// `retry: <message>`, the prefix coloured when colour is on.
-    fn say(&mut self, style: Style, message: &str) {
-        // In a CI log, text that others wrote in a message must not make
-        // a marker or a legacy workflow command of it.
-        let message = match self.ci {
-            Some(Ci::Github) => ci::defuse_legacy(&escape_controls(message)),
-            Some(Ci::Gitlab) => escape_controls(message),
-            None => message.to_string(),
-        };
-        if matches!(self.sink, Sink::File(_)) {
-            // A log file has one `TIMESTAMP retry: ...` line per line, also
-            // of a message of several (clap's, a regex error's). Each line
-            // gets the prefix, rather than the message being joined into
-            // one, so the lines keep their columns: a regex error's caret
-            // stays under the character it points at.
-            for part in message.split('\n') {
-                self.write_line(format!("retry: {part}").trim_end());
-            }
-            return;
-        }
-        let line = if self.color {
-            format!("{style}retry:{style:#} {message}")
-        } else {
-            format!("retry: {message}")
-        };
-        self.write_line(&line);
-    }
-
     /// Retry's own errors: shown even with `-q`.
     pub(crate) fn error(&mut self, message: &str) {
-        self.close_fold();
-        if self.json {
-            self.event(&json!({"event": "error", "message": message}));
-        } else {
-            let text = format!("error: {message}");
-            self.annotate(Level::Error, "retry", message, FAILURE, &text);
-        }
+        self.each(|sink| sink.error(message));
     }
 
     pub(crate) fn warning(&mut self, kind: &str, message: &str) {
-        if self.verbosity == Verbosity::Quiet {
-            return;
-        }
-        if self.json {
-            self.event(&json!({"event": "warning", "kind": kind, "message": message}));
-        } else {
-            let text = format!("warning: {message}");
-            self.annotate(Level::Warning, "retry", message, WARNING, &text);
-        }
+        self.each(|sink| sink.warning(kind, message));
     }
 
     /// `-v`: the policy at start.
     pub(crate) fn policy(&mut self, description: &str) {
-        if self.verbosity != Verbosity::Verbose {
-            return;
-        }
-        if self.json {
-            self.event(&json!({"event": "policy", "message": description}));
-        } else {
-            self.say(DIM, description);
-        }
+        self.each(|sink| sink.policy(description));
     }
 
     /// `-v`: the retry budget after a deposit or a withdrawal, and how long
     /// the exchange with its store took (JSON `budget` events).
     pub(crate) fn budget(&mut self, name: &str, op: &str, tokens: f64, took: Duration) {
-        if self.verbosity != Verbosity::Verbose {
-            return;
-        }
-        if self.json {
-            self.event(&json!({
-                "event": "budget",
-                "name": name,
-                "op": op,
-                "tokens": (tokens * 1000.0).round() / 1000.0,
-                "store_ms": took.as_secs_f64() * 1000.0,
-            }));
-        } else {
-            self.say(
-                DIM,
-                &format!(
-                    "retry budget {name}: {op}, {tokens:.1} tokens left ({} with the store)",
-                    human(took)
-                ),
-            );
-        }
+        self.each(|sink| sink.budget(name, op, tokens, took));
     }
 
     /// An attempt begins: in a CI format its fold opens (whatever the
     /// verbosity, its header naming the attempt); `-v` says so.
     pub(crate) fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
-        if self.command.is_empty() {
-            self.command = command.to_string();
-        }
-        let folded = self.open_fold(attempt, max_attempts, command);
-        if self.verbosity != Verbosity::Verbose {
-            return;
-        }
-        if self.json {
-            self.event(
-                &json!({"event": "start", "attempt": attempt, "max_attempts": max_attempts}),
-            );
-        } else if !folded {
-            self.say(
-                DIM,
-                &format!("attempt {}: {command}", of_attempts(attempt, max_attempts)),
-            );
-        }
+        self.each(|sink| sink.attempt_start(attempt, max_attempts, command));
     }
 
     /// An attempt ended; `next` is the sleep before the next one, if any.
     /// Its fold closes first, so what is said about it shows outside.
     pub(crate) fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
-        self.close_fold();
-        if let Some((_, log)) = &mut self.steps {
-            log.push(AttemptRow {
-                attempt: record.attempt,
-                exit: exit_cell(record),
-                duration: record.duration,
-                verdict: record.outcome.as_str(),
-            });
-        }
-        if self.json {
-            if self.verbosity != Verbosity::Quiet {
-                self.event(&json!({
-                    "event": "attempt",
-                    "attempt": record.attempt,
-                    "max_attempts": record.max_attempts,
-                    "exit_code": record.exit_code,
-                    "signal": record.signal,
-                    "timed_out": record.timed_out,
-                    "duration_ms": millis(record.duration),
-                    "outcome": record.outcome.as_str(),
-                    "reason": record.reason,
-                }));
-                if let Some(sleep) = next {
-                    self.sleep(sleep);
-                }
-            }
-            return;
-        }
-        if self.verbosity == Verbosity::Quiet || reader_went_away(record.signal, record.timed_out) {
-            return;
-        }
-        if record.outcome == Class::Success {
-            if self.verbosity == Verbosity::Verbose {
-                self.say(
-                    SUCCESS,
-                    &format!(
-                        "attempt {} succeeded in {}",
-                        of_attempts(record.attempt, record.max_attempts),
-                        human(record.duration)
-                    ),
-                );
-            }
-            return;
-        }
-        let of = of_attempts(record.attempt, record.max_attempts);
-        let mut what = format!("{} ({})", record.reason, record.outcome.as_str());
-        let Some(sleep) = next else {
-            self.say(WARNING, &format!("attempt {of} failed: {what}"));
-            return;
-        };
-        let why = match sleep.source {
-            SleepSource::RetryAfter => " as Retry-After asked",
-            SleepSource::Hint => " as the hint file asked",
-            SleepSource::Backoff | SleepSource::Splay => "",
-        };
-        what.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
-        let line = format!("attempt {of} failed: {what}");
-        // On GitHub, a failure that will be retried is a warning annotation.
-        let message = format!("{what}\ncommand: {}", self.short_command());
-        let title = format!("retry: attempt {of} failed");
-        self.annotate(Level::Warning, &title, &message, WARNING, &line);
+        self.each(|sink| sink.attempt(record, next));
     }
 
     pub(crate) fn sleep(&mut self, sleep: &SleepRecord) {
-        if self.verbosity == Verbosity::Quiet {
-            return;
-        }
-        if self.json {
-            self.event(&json!({
-                "event": "sleep",
-                "attempt": sleep.attempt,
-                "delay_ms": millis(sleep.delay),
-                "ceiling_ms": millis(sleep.ceiling),
-                "source": sleep.source.as_str(),
-            }));
-        } else if self.verbosity == Verbosity::Verbose {
-            self.say(
-                DIM,
-                &format!(
-                    "sleeping {} ({}) before the first attempt",
-                    human(sleep.delay),
-                    sleep.source.as_str()
-                ),
-            );
-        }
+        self.each(|sink| sink.sleep(sleep));
     }
 
     /// A run refused by an open circuit: said even with `-q`, since nothing ran.
     pub(crate) fn circuit_open(&mut self, message: &str, exit_code: i32, elapsed: Duration) {
-        self.close_fold();
-        if self.json {
-            self.event(&json!({
-                "event": "done",
-                "outcome": RunOutcome::CircuitOpen.as_str(),
-                "attempts": 0,
-                "elapsed_ms": millis(elapsed),
-                "exit_code": exit_code,
-                "timed_out": false,
-                "signal": null,
-                "message": message,
-            }));
-        } else {
-            self.annotate(
-                Level::Error,
-                "retry: circuit open",
-                message,
-                FAILURE,
-                message,
-            );
-        }
+        self.each(|sink| sink.circuit_open(message, exit_code, elapsed));
     }
 
     pub(crate) fn done(&mut self, record: &DoneRecord) {
-        self.close_fold();
-        if self.json {
-            if self.verbosity != Verbosity::Quiet || record.outcome != RunOutcome::Success {
-                self.event(&json!({
-                    "event": "done",
-                    "outcome": record.outcome.as_str(),
-                    "attempts": record.attempts,
-                    "elapsed_ms": millis(record.elapsed),
-                    "exit_code": record.exit_code,
-                    "timed_out": record.timed_out,
-                    "signal": record.signal,
-                }));
-            }
-            return;
-        }
-        if self.verbosity == Verbosity::Quiet {
-            return;
-        }
-        if reader_went_away(record.signal, record.timed_out) {
-            if self.verbosity == Verbosity::Verbose {
-                let line = format!(
-                    "the command's reader went away (SIGPIPE): ending as the shell would, with {}",
-                    record.exit_code
-                );
-                self.say(DIM, &line);
-            }
-            return;
-        }
-        let elapsed = human(record.elapsed);
-        let plural = if record.attempts == 1 {
-            "attempt"
-        } else {
-            "attempts"
-        };
-        match record.outcome {
-            RunOutcome::Success if record.until_failure => {
-                let line = format!("--until-failure: {} in {elapsed}", record.detail);
-                self.say(SUCCESS, &line);
-            }
-            RunOutcome::Success => {
-                if record.attempts > 1 || self.verbosity == Verbosity::Verbose {
-                    let line = format!(
-                        "succeeded on attempt {} after {elapsed}",
-                        of_attempts(record.attempts, record.max_attempts)
-                    );
-                    self.say(SUCCESS, &line);
-                }
-            }
-            RunOutcome::Interrupted => {
-                let line = format!(
-                    "{} after {} {plural} in {elapsed}",
-                    record.detail, record.attempts
-                );
-                self.say(FAILURE, &line);
-            }
-            RunOutcome::CircuitOpen => {}
-            _ => {
-                let why = match record.outcome {
-                    RunOutcome::Permanent => "permanent failure, ",
-                    RunOutcome::Deadline => "--max-time reached, ",
-                    _ => "",
-                };
-                let line = format!(
-                    "gave up after {} {plural} in {elapsed}: {why}{}",
-                    record.attempts, record.detail
-                );
-                // On GitHub, the give-up is an error annotation.
-                let title = format!("retry: gave up after {} {plural}", record.attempts);
-                let message = format!(
-                    "{why}{} ({elapsed} in all)\ncommand: {}",
-                    record.detail,
-                    self.short_command()
-                );
-                self.annotate(Level::Error, &title, &message, FAILURE, &line);
-            }
-        }
+        self.each(|sink| sink.done(record));
     }
 
     /// A hook ran: `which` is `on-retry` or `on-give-up`, `command` its
     /// shell command (for display). Its failure is for the caller to warn of.
-    pub(crate) fn hook(
-        &mut self,
-        which: &str,
-        command: &str,
-        ending: &crate::process::Ending,
-        duration: Duration,
-    ) {
-        if self.verbosity == Verbosity::Quiet {
-            return;
-        }
-        if self.json {
-            self.event(&json!({
-                "event": "hook",
-                "hook": which,
-                "command": command,
-                "exit_code": ending.exit_code(),
-                "signal": ending.signal(),
-                "timed_out": ending.timed_out,
-                "duration_ms": millis(duration),
-            }));
-        } else if self.verbosity == Verbosity::Verbose {
-            let line = format!("--{which}: {} in {}", ending.describe(), human(duration));
-            self.say(DIM, &line);
+    pub(crate) fn hook(&mut self, which: &str, command: &str, ending: &Ending, duration: Duration) {
+        self.each(|sink| sink.hook(which, command, ending, duration));
+    }
+}
+
+/// `--color` for lines on stderr (auto: a terminal, unless `NO_COLOR` and
+/// the like say otherwise).
+fn color_stderr(when: ColorWhen) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
         }
     }
 }
 
-impl Drop for Reporter {
-    /// The last exit: a fold still open (retry failed on its own mid-run)
-    /// is closed, so the CI log stays balanced.
-    fn drop(&mut self) {
-        self.close_fold();
+#[cfg(test)]
+mod fixtures;
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{attempt_record, done_record, env, sleep_record};
+    use super::*;
+
+    #[test]
+    fn the_format_is_the_flag_else_the_ci_the_environment_names() {
+        let github = env(&[("GITHUB_ACTIONS", "true")]);
+        assert_eq!(LogFormat::chosen(None, &github), LogFormat::Github);
+        assert_eq!(
+            LogFormat::chosen(Some(LogFormat::Json), &github),
+            LogFormat::Json
+        );
+        let gitlab = env(&[("GITLAB_CI", "true")]);
+        assert_eq!(LogFormat::chosen(None, gitlab), LogFormat::Gitlab);
+        assert_eq!(LogFormat::chosen(None, env(&[])), LogFormat::Text);
+        // A nested retry leaves the step files to the outermost one.
+        let nested = env(&[("RETRY_ATTEMPT", "1"), ("GITHUB_OUTPUT", "/o")]);
+        let ci = CiSettings::from_env(nested, true);
+        assert!(ci.nested && ci.step_files.is_empty());
+        let outer = CiSettings::from_env(env(&[("GITHUB_OUTPUT", "/o")]), false);
+        assert!(!outer.nested && !outer.step_files.is_empty());
+    }
+
+    fn logged(format: LogFormat, verbosity: Verbosity, tell: impl FnOnce(&mut Reporter)) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let settings = ReportSettings {
+            verbosity,
+            format,
+            log_file: Some(path.clone()),
+            color: ColorWhen::Always,
+            ci: CiSettings::default(),
+        };
+        tell(&mut Reporter::new(&settings, "r1").unwrap());
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    #[test]
+    fn a_reporter_hands_each_record_to_its_format_in_the_log_file() {
+        let run = |reporter: &mut Reporter| {
+            reporter.attempt_start(1, Some(5), "make test");
+            reporter.attempt(&attempt_record(1, Class::Transient), Some(&sleep_record(1)));
+            reporter.done(&done_record(RunOutcome::Exhausted, 1));
+        };
+        let text = logged(LogFormat::Text, Verbosity::Normal, run);
+        let lines: Vec<&str> = text.lines().map(|line| &line[25..]).collect();
+        // No colour in a file, whatever --color says.
+        assert_eq!(
+            lines,
+            [
+                "retry: attempt 1/5 failed: exit 7 (transient); retrying in 734ms",
+                "retry: gave up after 1 attempt in 4.2s: exit 7",
+            ]
+        );
+        let json = logged(LogFormat::Json, Verbosity::Normal, run);
+        let events: Vec<String> = json
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<serde_json::Value>(line).unwrap()["event"].to_string()
+            })
+            .collect();
+        assert_eq!(events, [r#""attempt""#, r#""sleep""#, r#""done""#]);
     }
 }

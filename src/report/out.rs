@@ -1,0 +1,97 @@
+//! Where retry's own lines go: its stderr, which every sink that writes
+//! there shares, or the `--log-file`.
+//!
+//! A sink hands each line over whole, in one write, so that it never mixes
+//! with other writers mid-line. A write that fails (a closed stderr, a full
+//! disk) is dropped here, never reported: reporting must never make retry
+//! fail or panic. Knows nothing of what the lines say.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, Write};
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::sys::fd::Outlet;
+
+struct StderrState {
+    outlet: Outlet,
+    /// The child's scanned stderr stopped mid-line: start ours on a new one.
+    mid_line: bool,
+    /// The run's deadline (`--max-time`), once the run has started.
+    deadline: Option<Instant>,
+}
+
+/// Retry's stderr, written so that a reader that takes nothing holds retry
+/// neither past a signal nor past the run's deadline. Clones share one
+/// stderr (and whether the child left its last line open).
+#[derive(Clone)]
+pub(crate) struct Stderr(Rc<RefCell<StderrState>>);
+
+impl Stderr {
+    pub(crate) fn new() -> Stderr {
+        Stderr(Rc::new(RefCell::new(StderrState {
+            outlet: Outlet::new(2),
+            mid_line: false,
+            deadline: None,
+        })))
+    }
+
+    /// Past `deadline` (or a signal), a line that a stalled stderr does not
+    /// take is dropped rather than waited on.
+    pub(crate) fn set_deadline(&self, deadline: Option<Instant>) {
+        self.0.borrow_mut().deadline = deadline;
+    }
+
+    /// The child's scanned stderr ended without a line end (`open`): the
+    /// next write starts with one.
+    pub(crate) fn set_mid_line(&self, open: bool) {
+        self.0.borrow_mut().mid_line = open;
+    }
+}
+
+impl Write for Stderr {
+    /// All of `buf` in one write, on a line of its own; never an error.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut state = self.0.borrow_mut();
+        let mut bytes = Vec::with_capacity(buf.len() + 1);
+        if state.mid_line {
+            bytes.push(b'\n');
+            state.mid_line = false;
+        }
+        bytes.extend_from_slice(buf);
+        let deadline = state.deadline;
+        let give_up = || {
+            crate::process::signals::terminating_arrived()
+                || deadline.is_some_and(|deadline| Instant::now() >= deadline)
+        };
+        let _ = state.outlet.write_all(&bytes, &give_up);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where a sink's lines go: stderr, or the `--log-file` (appended to).
+pub(crate) enum Out {
+    Stderr(Stderr),
+    File(File),
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Out::Stderr(stderr) => stderr.write(buf),
+            Out::File(file) => file.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Out::Stderr(stderr) => stderr.flush(),
+            Out::File(file) => file.flush(),
+        }
+    }
+}

@@ -1,0 +1,527 @@
+//! Human lines: `retry: ...` on stderr, the prefix coloured when colour is
+//! on, or `TIMESTAMP retry: ...` in a `--log-file`. Every word retry says
+//! about a run's events is here.
+//!
+//! In a CI log a message is escaped, so that text others wrote (a command
+//! line, a reason) cannot make a marker or a workflow command of it; on
+//! GitHub a failure becomes an annotation in its line's place (`ci` gives
+//! its form). No JSON and no folds: those are other sinks'.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use anstyle::{AnsiColor, Style};
+
+use super::ci::{self, Ci, Level};
+use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, Verbosity, of_attempts};
+use crate::outcome::{RunOutcome, SleepSource};
+use crate::policy::classify::Class;
+use crate::process::Ending;
+use crate::text::escape_controls;
+use crate::values::human;
+
+const FAILURE: Style = AnsiColor::Red.on_default().bold();
+const WARNING: Style = AnsiColor::Yellow.on_default();
+const SUCCESS: Style = AnsiColor::Green.on_default();
+const DIM: Style = Style::new().dimmed();
+
+/// How the lines look.
+pub(crate) struct TextSettings {
+    pub(crate) verbosity: Verbosity,
+    /// Colour the `retry:` prefix.
+    pub(crate) color: bool,
+    /// The lines go to a `--log-file`: each is timestamped, and a message
+    /// of several lines is written as several lines.
+    pub(crate) log_file: bool,
+    /// The CI log the lines appear in: messages are escaped for it.
+    pub(crate) ci: Option<Ci>,
+    /// Each attempt is folded under a header that names it: `-v` adds no
+    /// line for its start.
+    pub(crate) folded: bool,
+}
+
+/// The text sink: one `retry:` line per event worth a word at the
+/// verbosity chosen.
+pub(crate) struct TextSink<W> {
+    out: W,
+    settings: TextSettings,
+    /// On GitHub: where failures go as annotations (retry's stderr).
+    annotations: Option<W>,
+    /// The command line as shown, from the first attempt's start.
+    command: String,
+    /// The time stamped on a log file's lines.
+    clock: fn() -> SystemTime,
+}
+
+/// The attempt died of SIGPIPE: its reader went away on purpose
+/// (`retry -- yes | head -1`), which is no failure worth a word.
+fn reader_went_away(signal: Option<i32>, timed_out: bool) -> bool {
+    signal == Some(libc::SIGPIPE) && !timed_out
+}
+
+impl<W: Write> TextSink<W> {
+    pub(crate) fn new(out: W, settings: TextSettings, annotations: Option<W>) -> Self {
+        TextSink {
+            out,
+            settings,
+            annotations,
+            command: String::new(),
+            clock: SystemTime::now,
+        }
+    }
+
+    fn quiet(&self) -> bool {
+        self.settings.verbosity == Verbosity::Quiet
+    }
+
+    fn verbose(&self) -> bool {
+        self.settings.verbosity == Verbosity::Verbose
+    }
+
+    /// One line, in one write; a log file's runs are told apart by time.
+    fn write_line(&mut self, line: &str) {
+        let mut text = String::with_capacity(line.len() + 2);
+        if self.settings.log_file {
+            text.push_str(&humantime::format_rfc3339_millis((self.clock)()).to_string());
+            text.push(' ');
+        }
+        text.push_str(line);
+        text.push('\n');
+        let _ = self.out.write_all(text.as_bytes());
+    }
+
+    /// `retry: <message>`, the prefix coloured when colour is on.
+    fn say(&mut self, style: Style, message: &str) {
+        // In a CI log, text that others wrote in a message must not make
+        // a marker or a legacy workflow command of it.
+        let message = match self.settings.ci {
+            Some(Ci::Github) => ci::defuse_legacy(&escape_controls(message)),
+            Some(Ci::Gitlab) => escape_controls(message),
+            None => message.to_string(),
+        };
+        if self.settings.log_file {
+            // A log file has one `TIMESTAMP retry: ...` line per line, also
+            // of a message of several (clap's, a regex error's). Each line
+            // gets the prefix, rather than the message being joined into
+            // one, so the lines keep their columns: a regex error's caret
+            // stays under the character it points at.
+            for part in message.split('\n') {
+                self.write_line(format!("retry: {part}").trim_end());
+            }
+            return;
+        }
+        let line = if self.settings.color {
+            format!("{style}retry:{style:#} {message}")
+        } else {
+            format!("retry: {message}")
+        };
+        self.write_line(&line);
+    }
+
+    /// On GitHub, an annotation instead of the line `retry: TEXT` (the log
+    /// shows it in its place); the line itself still goes to a
+    /// `--log-file`. Elsewhere, the line.
+    fn notable(&mut self, style: Style, text: &str, level: Level, title: &str, message: &str) {
+        if let Some(annotations) = &mut self.annotations {
+            let command = ci::github_annotation(level, title, message);
+            let _ = annotations.write_all(format!("{command}\n").as_bytes());
+            if !self.settings.log_file {
+                return;
+            }
+        }
+        self.say(style, text);
+    }
+
+    /// The command line as shown in annotations: one line, not too long.
+    fn short_command(&self) -> String {
+        crate::text::sanitize_line(&self.command, 200)
+    }
+
+    /// A failed attempt: `attempt 2/5 failed: exit 7 (transient)`, and the
+    /// sleep that follows, if any.
+    fn failed(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
+        let of = of_attempts(record.attempt, record.max_attempts);
+        let mut what = format!("{} ({})", record.reason, record.outcome.as_str());
+        let Some(sleep) = next else {
+            self.say(WARNING, &format!("attempt {of} failed: {what}"));
+            return;
+        };
+        let why = match sleep.source {
+            SleepSource::RetryAfter => " as Retry-After asked",
+            SleepSource::Hint => " as the hint file asked",
+            SleepSource::Backoff | SleepSource::Splay => "",
+        };
+        what.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
+        let line = format!("attempt {of} failed: {what}");
+        // On GitHub, a failure that will be retried is a warning annotation.
+        let message = format!("{what}\ncommand: {}", self.short_command());
+        let title = format!("retry: attempt {of} failed");
+        self.notable(WARNING, &line, Level::Warning, &title, &message);
+    }
+
+    /// The run failed: `gave up after 3 attempts in 4.2s: exit 7`.
+    fn gave_up(&mut self, record: &DoneRecord, plural: &str, elapsed: &str) {
+        let why = match record.outcome {
+            RunOutcome::Permanent => "permanent failure, ",
+            RunOutcome::Deadline => "--max-time reached, ",
+            _ => "",
+        };
+        let line = format!(
+            "gave up after {} {plural} in {elapsed}: {why}{}",
+            record.attempts, record.detail
+        );
+        // On GitHub, the give-up is an error annotation.
+        let title = format!("retry: gave up after {} {plural}", record.attempts);
+        let message = format!(
+            "{why}{} ({elapsed} in all)\ncommand: {}",
+            record.detail,
+            self.short_command()
+        );
+        self.notable(FAILURE, &line, Level::Error, &title, &message);
+    }
+}
+
+impl<W: Write> Sink for TextSink<W> {
+    fn error(&mut self, message: &str) {
+        let text = format!("error: {message}");
+        self.notable(FAILURE, &text, Level::Error, "retry", message);
+    }
+
+    fn warning(&mut self, _kind: &str, message: &str) {
+        if self.quiet() {
+            return;
+        }
+        let text = format!("warning: {message}");
+        self.notable(WARNING, &text, Level::Warning, "retry", message);
+    }
+
+    fn policy(&mut self, description: &str) {
+        if self.verbose() {
+            self.say(DIM, description);
+        }
+    }
+
+    fn budget(&mut self, name: &str, op: &str, tokens: f64, took: Duration) {
+        if self.verbose() {
+            let line = format!(
+                "retry budget {name}: {op}, {tokens:.1} tokens left ({} with the store)",
+                human(took)
+            );
+            self.say(DIM, &line);
+        }
+    }
+
+    fn attempt_start(&mut self, attempt: u64, max_attempts: Option<u64>, command: &str) {
+        if self.command.is_empty() {
+            self.command = command.to_string();
+        }
+        if self.verbose() && !self.settings.folded {
+            let line = format!("attempt {}: {command}", of_attempts(attempt, max_attempts));
+            self.say(DIM, &line);
+        }
+    }
+
+    fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
+        if self.quiet() || reader_went_away(record.signal, record.timed_out) {
+            return;
+        }
+        if record.outcome != Class::Success {
+            self.failed(record, next);
+        } else if self.verbose() {
+            let line = format!(
+                "attempt {} succeeded in {}",
+                of_attempts(record.attempt, record.max_attempts),
+                human(record.duration)
+            );
+            self.say(SUCCESS, &line);
+        }
+    }
+
+    fn sleep(&mut self, sleep: &SleepRecord) {
+        if self.verbose() {
+            let line = format!(
+                "sleeping {} ({}) before the first attempt",
+                human(sleep.delay),
+                sleep.source.as_str()
+            );
+            self.say(DIM, &line);
+        }
+    }
+
+    fn circuit_open(&mut self, message: &str, _exit_code: i32, _elapsed: Duration) {
+        self.notable(
+            FAILURE,
+            message,
+            Level::Error,
+            "retry: circuit open",
+            message,
+        );
+    }
+
+    fn done(&mut self, record: &DoneRecord) {
+        if self.quiet() {
+            return;
+        }
+        if reader_went_away(record.signal, record.timed_out) {
+            if self.verbose() {
+                let line = format!(
+                    "the command's reader went away (SIGPIPE): ending as the shell would, with {}",
+                    record.exit_code
+                );
+                self.say(DIM, &line);
+            }
+            return;
+        }
+        let elapsed = human(record.elapsed);
+        let plural = if record.attempts == 1 {
+            "attempt"
+        } else {
+            "attempts"
+        };
+        match record.outcome {
+            RunOutcome::Success if record.until_failure => {
+                let line = format!("--until-failure: {} in {elapsed}", record.detail);
+                self.say(SUCCESS, &line);
+            }
+            RunOutcome::Success => {
+                if record.attempts > 1 || self.verbose() {
+                    let line = format!(
+                        "succeeded on attempt {} after {elapsed}",
+                        of_attempts(record.attempts, record.max_attempts)
+                    );
+                    self.say(SUCCESS, &line);
+                }
+            }
+            RunOutcome::Interrupted => {
+                let line = format!(
+                    "{} after {} {plural} in {elapsed}",
+                    record.detail, record.attempts
+                );
+                self.say(FAILURE, &line);
+            }
+            RunOutcome::CircuitOpen => {}
+            _ => self.gave_up(record, plural, &elapsed),
+        }
+    }
+
+    fn hook(&mut self, which: &str, _command: &str, ending: &Ending, duration: Duration) {
+        if self.verbose() {
+            let line = format!("--{which}: {} in {}", ending.describe(), human(duration));
+            self.say(DIM, &line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::ProcessEnd;
+    use crate::report::fixtures::{attempt_record, done_record, noon, sleep_record};
+
+    fn sink(verbosity: Verbosity) -> TextSink<Vec<u8>> {
+        TextSink::new(Vec::new(), settings(verbosity, None), None)
+    }
+
+    fn settings(verbosity: Verbosity, ci: Option<Ci>) -> TextSettings {
+        TextSettings {
+            verbosity,
+            color: false,
+            log_file: false,
+            ci,
+            folded: false,
+        }
+    }
+
+    fn written(bytes: &[u8]) -> &str {
+        std::str::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_failed_attempt_is_one_line_with_the_sleep_that_follows() {
+        let mut sink = sink(Verbosity::Normal);
+        sink.attempt(&attempt_record(1, Class::Transient), Some(&sleep_record(1)));
+        let mut asked = sleep_record(2);
+        asked.source = SleepSource::RetryAfter;
+        asked.delay = Duration::from_secs(3);
+        sink.attempt(&attempt_record(2, Class::Transient), Some(&asked));
+        sink.attempt(&attempt_record(3, Class::Permanent), None);
+        assert_eq!(
+            written(&sink.out),
+            "retry: attempt 1/5 failed: exit 7 (transient); retrying in 734ms\n\
+             retry: attempt 2/5 failed: exit 7 (transient); retrying in 3s as Retry-After asked\n\
+             retry: attempt 3/5 failed: exit 7 (permanent)\n"
+        );
+    }
+
+    #[test]
+    fn the_end_of_a_run_is_said_as_it_ended() {
+        let mut sink = sink(Verbosity::Normal);
+        // A first attempt that succeeds is no news.
+        sink.done(&done_record(RunOutcome::Success, 1));
+        sink.done(&done_record(RunOutcome::Success, 3));
+        sink.done(&done_record(RunOutcome::Exhausted, 5));
+        sink.done(&done_record(RunOutcome::Permanent, 1));
+        sink.done(&done_record(RunOutcome::Deadline, 2));
+        let mut interrupted = done_record(RunOutcome::Interrupted, 2);
+        interrupted.detail = "interrupted by SIGTERM".into();
+        sink.done(&interrupted);
+        let mut hunted = done_record(RunOutcome::Success, 4);
+        hunted.until_failure = true;
+        hunted.detail = "all 4 runs passed".into();
+        sink.done(&hunted);
+        assert_eq!(
+            written(&sink.out),
+            "retry: succeeded on attempt 3/5 after 4.2s\n\
+             retry: gave up after 5 attempts in 4.2s: exit 7\n\
+             retry: gave up after 1 attempt in 4.2s: permanent failure, exit 7\n\
+             retry: gave up after 2 attempts in 4.2s: --max-time reached, exit 7\n\
+             retry: interrupted by SIGTERM after 2 attempts in 4.2s\n\
+             retry: --until-failure: all 4 runs passed in 4.2s\n"
+        );
+    }
+
+    #[test]
+    fn quiet_says_only_errors_and_verbose_says_more() {
+        let mut quiet = sink(Verbosity::Quiet);
+        quiet.warning("nested", "careful");
+        quiet.attempt(&attempt_record(1, Class::Transient), Some(&sleep_record(1)));
+        quiet.done(&done_record(RunOutcome::Exhausted, 5));
+        quiet.error("boom");
+        quiet.circuit_open("circuit c is open", 75, Duration::ZERO);
+        assert_eq!(
+            written(&quiet.out),
+            "retry: error: boom\nretry: circuit c is open\n"
+        );
+
+        let mut verbose = sink(Verbosity::Verbose);
+        verbose.policy("policy: 5 attempts");
+        let mut splay = sleep_record(0);
+        splay.source = SleepSource::Splay;
+        verbose.sleep(&splay);
+        verbose.attempt_start(1, Some(5), "make test");
+        verbose.attempt(&attempt_record(1, Class::Success), None);
+        verbose.budget("api", "deposit", 9.25, Duration::from_millis(3));
+        let ending = Ending::not_started(ProcessEnd::Exited(1));
+        verbose.hook("on-retry", "exit 1", &ending, Duration::from_millis(5));
+        verbose.done(&done_record(RunOutcome::Success, 1));
+        assert_eq!(
+            written(&verbose.out),
+            "retry: policy: 5 attempts\n\
+             retry: sleeping 734ms (splay) before the first attempt\n\
+             retry: attempt 1/5: make test\n\
+             retry: attempt 1/5 succeeded in 123ms\n\
+             retry: retry budget api: deposit, 9.2 tokens left (3ms with the store)\n\
+             retry: --on-retry: exit 1 in 5ms\n\
+             retry: succeeded on attempt 1/5 after 4.2s\n"
+        );
+    }
+
+    #[test]
+    fn a_reader_that_went_away_is_no_failure() {
+        let mut sink = sink(Verbosity::Verbose);
+        let mut piped = attempt_record(1, Class::Permanent);
+        piped.signal = Some(libc::SIGPIPE);
+        sink.attempt(&piped, None);
+        let mut done = done_record(RunOutcome::Permanent, 1);
+        done.signal = Some(libc::SIGPIPE);
+        done.exit_code = 141;
+        sink.done(&done);
+        assert_eq!(
+            written(&sink.out),
+            "retry: the command's reader went away (SIGPIPE): ending as the shell would, with 141\n"
+        );
+    }
+
+    #[test]
+    fn colour_is_on_the_prefix_only() {
+        let mut settings = settings(Verbosity::Normal, None);
+        settings.color = true;
+        let mut sink = TextSink::new(Vec::new(), settings, None);
+        sink.error("boom");
+        sink.warning("nested", "careful");
+        assert_eq!(
+            written(&sink.out),
+            "\x1b[1m\x1b[31mretry:\x1b[0m error: boom\n\x1b[33mretry:\x1b[0m warning: careful\n"
+        );
+    }
+
+    #[test]
+    fn a_log_file_has_a_timestamp_and_a_prefix_on_every_line() {
+        let mut settings = settings(Verbosity::Normal, None);
+        settings.log_file = true;
+        settings.color = false;
+        let mut sink = TextSink::new(Vec::new(), settings, None);
+        sink.clock = noon;
+        sink.error("regex parse error:\n    a(b\n     ^\n");
+        assert_eq!(
+            written(&sink.out),
+            "2023-11-14T22:13:20.000Z retry: error: regex parse error:\n\
+             2023-11-14T22:13:20.000Z retry:     a(b\n\
+             2023-11-14T22:13:20.000Z retry:      ^\n\
+             2023-11-14T22:13:20.000Z retry:\n"
+        );
+    }
+
+    #[test]
+    fn on_github_failures_are_annotations_in_their_lines_place() {
+        let mut sink = TextSink::new(
+            Vec::new(),
+            settings(Verbosity::Normal, Some(Ci::Github)),
+            Some(Vec::new()),
+        );
+        sink.attempt_start(1, Some(5), "make test");
+        sink.attempt(&attempt_record(1, Class::Transient), Some(&sleep_record(1)));
+        sink.attempt(&attempt_record(2, Class::Transient), None);
+        sink.done(&done_record(RunOutcome::Exhausted, 2));
+        sink.warning("nested", "echo ##[error]x");
+        assert_eq!(
+            written(&sink.out),
+            "retry: attempt 2/5 failed: exit 7 (transient)\n"
+        );
+        assert_eq!(
+            written(sink.annotations.as_ref().unwrap()),
+            "::warning title=retry%3A attempt 1/5 failed::\
+             exit 7 (transient); retrying in 734ms%0Acommand: make test\n\
+             ::error title=retry%3A gave up after 2 attempts::\
+             exit 7 (4.2s in all)%0Acommand: make test\n\
+             ::warning title=retry::echo ##\\[error]x\n"
+        );
+    }
+
+    #[test]
+    fn on_github_with_a_log_file_the_line_is_logged_as_well() {
+        let mut settings = settings(Verbosity::Normal, Some(Ci::Github));
+        settings.log_file = true;
+        let mut sink = TextSink::new(Vec::new(), settings, Some(Vec::new()));
+        sink.clock = noon;
+        sink.error("boom ##[x]");
+        assert_eq!(
+            written(&sink.out),
+            "2023-11-14T22:13:20.000Z retry: error: boom ##\\[x]\n"
+        );
+        assert_eq!(
+            written(sink.annotations.as_ref().unwrap()),
+            "::error title=retry::boom ##\\[x]\n"
+        );
+    }
+
+    #[test]
+    fn in_a_ci_log_control_characters_are_escaped() {
+        let mut sink = TextSink::new(
+            Vec::new(),
+            settings(Verbosity::Normal, Some(Ci::Gitlab)),
+            None,
+        );
+        sink.warning("x", "a\rb\x1b[0Kc");
+        assert_eq!(written(&sink.out), "retry: warning: a\\rb\\e[0Kc\n");
+    }
+
+    #[test]
+    fn a_folded_attempt_is_named_by_its_fold_alone() {
+        let mut settings = settings(Verbosity::Verbose, Some(Ci::Gitlab));
+        settings.folded = true;
+        let mut sink = TextSink::new(Vec::new(), settings, None);
+        sink.attempt_start(1, None, "make test");
+        assert_eq!(written(&sink.out), "");
+    }
+}
