@@ -19,7 +19,7 @@ mod spawn;
 mod tree;
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -141,9 +141,9 @@ pub(crate) fn signal_name(signal: i32) -> String {
     name.to_string()
 }
 
-/// A standard descriptor for the child. Kept as data: the child is handed
-/// raw descriptor numbers (see `spawn`), and `Null` opens `/dev/null` only
-/// for a spawn that needs it.
+/// A standard descriptor for the child. Kept as data: `spawn` is lent the
+/// descriptors (it hands the child duplicates), and `Null` opens `/dev/null`
+/// only for a spawn that needs it.
 pub(crate) enum ChildIo {
     Inherit,
     Null,
@@ -183,18 +183,12 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
         tree::our_children()
     };
     let started = open_null(launch).and_then(|null| {
-        let raw = |io: &ChildIo| match io {
-            ChildIo::Inherit => None,
-            ChildIo::Null => null.as_ref().map(AsRawFd::as_raw_fd),
-            ChildIo::Fd(fd) => Some(fd.as_raw_fd()),
-        };
-        let path = std::env::var_os("PATH");
+        let fd = |io| child_fd(io, null.as_ref());
         spawn::start(&spawn::Request {
             program,
             args: &launch.argv[1..],
             env: &launch.env,
-            path: path.as_deref(),
-            stdio: [raw(&launch.stdin), raw(&launch.stdout), raw(&launch.stderr)],
+            stdio: [fd(&launch.stdin), fd(&launch.stdout), fd(&launch.stderr)],
             own_group: launch.own_group,
             reset_ttin: !launch.inherited.ignores_ttin,
             reset_ttou: !launch.inherited.ignores_ttou,
@@ -209,6 +203,15 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
             before,
         }),
         Err(err) => Err(not_started(program, &err)),
+    }
+}
+
+/// The descriptor `io` puts in the child's place; `None` leaves retry's.
+fn child_fd<'a>(io: &'a ChildIo, null: Option<&'a OwnedFd>) -> Option<BorrowedFd<'a>> {
+    match io {
+        ChildIo::Inherit => None,
+        ChildIo::Null => null.map(AsFd::as_fd),
+        ChildIo::Fd(fd) => Some(fd.as_fd()),
     }
 }
 
