@@ -51,31 +51,10 @@ impl ExitStatus {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         if let ExitStatus::Signal(signal) = self {
-            reraise(signal);
+            crate::sys::signal::reraise(signal);
         }
         std::process::exit(self.as_number().min(255))
     }
-}
-
-fn reraise(signal: i32) {
-    // SAFETY: plain system calls on our own process; no memory is shared.
-    unsafe {
-        // No core file for a signal the child died of: the crash was not ours.
-        let no_core = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &raw const no_core);
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        libc::signal(signal, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut set);
-        libc::sigaddset(&raw mut set, signal);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
-        libc::raise(signal);
-    }
-    // Still alive: give the default a moment to land (it is synchronous for
-    // the calling thread, so this is only reached when it was not fatal).
 }
 
 #[cfg(test)]

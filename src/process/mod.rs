@@ -471,7 +471,7 @@ fn reap_group(group: Pid) {
 /// zombie of it lingers in the attempt's group (some init processes are slow
 /// to reap). Call once at start.
 pub(crate) fn adopt_orphans() {
-    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    crate::sys::process::adopt_orphans();
 }
 
 /// Reap any adopted orphan that has exited (one that escaped its group with

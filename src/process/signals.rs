@@ -17,6 +17,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::sys::signal;
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use signal_hook::iterator::backend::SignalDelivery;
@@ -78,45 +79,29 @@ pub(crate) struct SignalEvents {
     pub(crate) inherited: Inherited,
 }
 
-fn is_ignored(signal: i32) -> bool {
-    // SAFETY: querying a disposition (null new action) changes nothing.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &raw mut old) == 0
-            && old.sa_sigaction == libc::SIG_IGN
-    }
-}
-
 /// Prepare the process's signals, in the order the rules ask for, and the
 /// self-pipe their handlers write to. Call before any other thread exists:
 /// threads inherit the signal mask.
 pub(crate) fn install() -> Result<SignalEvents> {
-    // SAFETY: process-wide signal settings, made before other threads exist.
-    unsafe {
-        // An inherited SIGCHLD=SIG_IGN makes the kernel reap children itself,
-        // and then `wait` fails with ECHILD.
-        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
-        // A parent may hand us a blocked mask; blocked, these never arrive.
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut set);
-        for signal in TERMINATING
+    // An inherited SIGCHLD=SIG_IGN makes the kernel reap children itself,
+    // and then `wait` fails with ECHILD.
+    signal::set_default(libc::SIGCHLD);
+    // A parent may hand us a blocked mask; blocked, these never arrive.
+    signal::unblock(
+        TERMINATING
             .into_iter()
-            .chain([libc::SIGCHLD, libc::SIGTSTP, libc::SIGCONT])
-        {
-            libc::sigaddset(&raw mut set, signal);
-        }
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
-    }
+            .chain([libc::SIGCHLD, libc::SIGTSTP, libc::SIGCONT]),
+    );
 
     let inherited = Inherited {
-        ignores_ttin: is_ignored(libc::SIGTTIN),
-        ignores_ttou: is_ignored(libc::SIGTTOU),
+        ignores_ttin: signal::is_ignored(libc::SIGTTIN),
+        ignores_ttou: signal::is_ignored(libc::SIGTTOU),
     };
     // nohup and `trap '' INT`: what the caller ignores stays ignored, for us
     // and (by inheritance across exec) for the child.
     let mut handled: Vec<i32> = TERMINATING
         .into_iter()
-        .filter(|&s| !is_ignored(s))
+        .filter(|&s| !signal::is_ignored(s))
         .collect();
     handled.push(libc::SIGCHLD);
 
@@ -131,13 +116,10 @@ pub(crate) fn install() -> Result<SignalEvents> {
     for &signal in handled.iter().filter(|&&s| s != libc::SIGCHLD) {
         signal_hook::flag::register(signal, &ARRIVED).context("installing signal handlers")?;
     }
-    // SAFETY: setting dispositions of job-control signals for this process.
-    unsafe {
-        // Our own messages to a terminal, when we are in the background,
-        // must not stop us. The child gets the default back (see `child`).
-        libc::signal(libc::SIGTTOU, libc::SIG_IGN);
-        libc::signal(libc::SIGTTIN, libc::SIG_IGN);
-    }
+    // Our own messages to a terminal, when we are in the background, must
+    // not stop us. The child gets the default back (see `spawn`).
+    signal::ignore(libc::SIGTTOU);
+    signal::ignore(libc::SIGTTIN);
     Ok(SignalEvents {
         events: Events {
             delivery,

@@ -10,12 +10,18 @@
 //! successful attempt left running, what a hook left, a process the shell
 //! had before it `exec`ed retry), nor are those started before the child.
 //!
-//! Processes are named by pid and start time, and signalled through a pidfd
-//! opened before the start time is checked again, so a pid reused meanwhile
-//! is never signalled. (Only `stat`'s parent and start time are read; a
-//! `/proc` crate would bring far more than these few lines.)
+//! Processes are named by pid and start time, and signalled only while
+//! they are still the process they were (`sys::process`: through a pidfd on
+//! Linux). The process table comes from `sys::process` too: `/proc` on
+//! Linux, `sysctl` on FreeBSD, libproc on macOS.
 
-use rustix::process::{Pid, PidfdFlags, Signal};
+use rustix::process::{Pid, Signal};
+
+use crate::sys::process::{self, ProcInfo};
+
+fn all_processes() -> Vec<ProcInfo> {
+    process::process_table().unwrap_or_default()
+}
 
 /// A process of the attempt: its pid, and its start time (clock ticks after
 /// boot), which tell it from a later process given the same pid.
@@ -25,42 +31,10 @@ pub(super) struct Member {
     start: u64,
 }
 
-/// One `/proc/PID/stat`: the fields we need.
-struct Stat {
-    pid: i32,
-    parent: i32,
-    start: u64,
-}
-
-fn stat(pid: i32) -> Option<Stat> {
-    // Bytes: COMM, the program's name, need not be UTF-8.
-    let bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses, so
-    // the fields are counted from the last `)`. The start time is field 22.
-    let rest = &bytes[bytes.iter().rposition(|&b| b == b')')? + 1..];
-    let rest = std::str::from_utf8(rest).ok()?;
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    Some(Stat {
-        pid,
-        parent: fields.get(1)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
-fn all_processes() -> Vec<Stat> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .filter_map(stat)
-        .collect()
-}
-
 /// The start time of `child`, to find its processes by later (also once it
 /// has been reaped). `None` when `/proc` does not show it.
 pub(super) fn start_of(child: Pid) -> Option<u64> {
-    stat(child.as_raw_nonzero().get()).map(|stat| stat.start)
+    process::process_info(child.as_raw_nonzero().get()).map(|info| info.start)
 }
 
 /// Retry's children now: taken as an attempt is spawned, they are not its.
@@ -87,7 +61,7 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
     let us = rustix::process::getpid().as_raw_nonzero().get();
     let child = child.map(|pid| pid.as_raw_nonzero().get());
     let processes = all_processes();
-    let adopted = |p: &Stat| {
+    let adopted = |p: &ProcInfo| {
         p.parent == us
             && Some(p.pid) != child
             && p.start >= child_start
@@ -121,17 +95,7 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
 
 /// Send `signal` to `member` if it is still the process it was.
 pub(super) fn signal(member: Member, signal: Signal) {
-    let Some(pid) = Pid::from_raw(member.pid) else {
-        return;
-    };
-    // The pidfd holds on to whichever process has the pid now; the start
-    // time, read after, says whether that is still ours.
-    let Ok(pidfd) = rustix::process::pidfd_open(pid, PidfdFlags::empty()) else {
-        return;
-    };
-    if stat(member.pid).is_some_and(|now| now.start == member.start) {
-        let _ = rustix::process::pidfd_send_signal(&pidfd, signal);
-    }
+    process::signal_if_same(member.pid, member.start, signal);
 }
 
 #[cfg(test)]
@@ -168,18 +132,16 @@ mod tests {
             std::fs::read(format!("/proc/{pid}/stat"))
                 .is_ok_and(|bytes| bytes.windows(3).any(|w| w == b") Z"))
         };
-        assert!(
-            found
-                .iter()
-                .all(|m| stat(m.pid).is_none_or(|s| s.start != m.start) || zombie(m.pid))
-        );
+        assert!(found.iter().all(
+            |m| process::process_info(m.pid).is_none_or(|s| s.start != m.start) || zombie(m.pid)
+        ));
     }
 
     #[test]
     fn a_reused_pid_is_not_signalled() {
         // A member whose start time no longer matches: the signal goes nowhere.
         let us = rustix::process::getpid().as_raw_nonzero().get();
-        let ours = stat(us).unwrap();
+        let ours = process::process_info(us).unwrap();
         signal(
             Member {
                 pid: us,
@@ -188,6 +150,6 @@ mod tests {
             Signal::TERM,
         );
         // Still alive to assert it.
-        assert!(stat(us).is_some());
+        assert!(process::process_info(us).is_some());
     }
 }

@@ -1,0 +1,200 @@
+//! Processes named by pid and start time: reading one, listing all of them,
+//! signalling one only while it is still the process it was, adopting
+//! orphans, and the parent-death signal.
+//!
+//! | | Linux | FreeBSD | macOS |
+//! |---|---|---|---|
+//! | one process, the table | `/proc/PID/stat` | `sysctl` `KERN_PROC` | `proc_pidinfo`, `proc_listallpids` |
+//! | signal by pid + start | pidfd, then the check | the check, then `kill` | the check, then `kill` |
+//! | adopt orphans | `PR_SET_CHILD_SUBREAPER` | `PROC_REAP_ACQUIRE` | none (launchd adopts them) |
+//! | parent death | `PR_SET_PDEATHSIG` | `PROC_PDEATHSIG_CTL` | none |
+//!
+//! The portable build (`--cfg retry_posix`) keeps `/proc` on Linux for the
+//! table (POSIX has no process listing) and takes the portable path for the
+//! rest.
+
+use rustix::process::{Pid, Signal};
+
+/// One process: its pid, its parent's, and its start time (in units of the
+/// system's own, only compared with another start time of the same system),
+/// which tell it from a later process given the same pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ProcInfo {
+    pub(crate) pid: i32,
+    pub(crate) parent: i32,
+    pub(crate) start: u64,
+}
+
+/// Process `pid`, if it exists and can be read.
+#[cfg(target_os = "linux")]
+pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
+    // Bytes: COMM, the program's name, need not be UTF-8.
+    let bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses, so
+    // the fields are counted from the last `)`. The start time is field 22.
+    let rest = &bytes[bytes.iter().rposition(|&b| b == b')')? + 1..];
+    let rest = std::str::from_utf8(rest).ok()?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    Some(ProcInfo {
+        pid,
+        parent: fields.get(1)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every process that can be read; `None` when the system will not list
+/// them (no `/proc` mounted, or one of another PID namespace).
+#[cfg(target_os = "linux")]
+pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let table: Vec<ProcInfo> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter_map(process_info)
+        .collect();
+    // Our own process is always there: a table without it is another
+    // namespace's, or no `/proc` at all.
+    let us = rustix::process::getpid().as_raw_nonzero().get();
+    table.iter().any(|p| p.pid == us).then_some(table)
+}
+
+#[cfg(target_os = "macos")]
+pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
+    let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+    let size = size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: proc_pidinfo writes at most `size` bytes into `info` and
+    // returns how many it wrote; the struct is read only when it is whole.
+    let written = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            info.as_mut_ptr().cast(),
+            size,
+        )
+    };
+    if written != size {
+        return None;
+    }
+    // SAFETY: fully written above.
+    let info = unsafe { info.assume_init() };
+    Some(ProcInfo {
+        pid,
+        parent: info.pbi_ppid as i32,
+        start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
+    })
+}
+
+#[cfg(target_os = "macos")]
+pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
+    // SAFETY: a null buffer asks only for the number of processes.
+    let count = unsafe { libc::proc_listallpids(std::ptr::null_mut(), 0) };
+    let room = usize::try_from(count).ok()? + 64;
+    let mut pids = vec![0 as libc::pid_t; room];
+    let bytes = libc::c_int::try_from(room * size_of::<libc::pid_t>()).ok()?;
+    // SAFETY: the buffer holds `bytes` bytes; the call returns how many
+    // pids it wrote into it.
+    let found = unsafe { libc::proc_listallpids(pids.as_mut_ptr().cast(), bytes) };
+    pids.truncate(usize::try_from(found).ok()?.min(room));
+    Some(pids.into_iter().filter_map(process_info).collect())
+}
+
+#[cfg(target_os = "freebsd")]
+fn kinfo(name: &[libc::c_int]) -> Option<Vec<libc::kinfo_proc>> {
+    let mut size: libc::size_t = 0;
+    // SAFETY: a null buffer asks only for the size needed.
+    let sized = unsafe {
+        libc::sysctl(
+            name.as_ptr(),
+            name.len() as libc::c_uint,
+            std::ptr::null_mut(),
+            &raw mut size,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if sized != 0 {
+        return None;
+    }
+    // Room for processes started meanwhile.
+    let room = size / size_of::<libc::kinfo_proc>() + 64;
+    let mut entries: Vec<libc::kinfo_proc> = Vec::with_capacity(room);
+    let mut size = room * size_of::<libc::kinfo_proc>();
+    // SAFETY: the buffer has room for `size` bytes; sysctl says in `size`
+    // how many it wrote, whole entries only.
+    let read = unsafe {
+        libc::sysctl(
+            name.as_ptr(),
+            name.len() as libc::c_uint,
+            entries.as_mut_ptr().cast(),
+            &raw mut size,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if read != 0 {
+        return None;
+    }
+    // SAFETY: `size` bytes of whole entries were written.
+    unsafe { entries.set_len(size / size_of::<libc::kinfo_proc>()) };
+    Some(entries)
+}
+
+#[cfg(target_os = "freebsd")]
+fn from_kinfo(entry: &libc::kinfo_proc) -> ProcInfo {
+    ProcInfo {
+        pid: entry.ki_pid,
+        parent: entry.ki_ppid,
+        start: entry.ki_start.tv_sec as u64 * 1_000_000 + entry.ki_start.tv_usec as u64,
+    }
+}
+
+#[cfg(target_os = "freebsd")]
+pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
+    let name = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PID, pid];
+    kinfo(&name)?.first().map(from_kinfo)
+}
+
+#[cfg(target_os = "freebsd")]
+pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
+    let name = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PROC, 0];
+    Some(kinfo(&name)?.iter().map(from_kinfo).collect())
+}
+
+/// Send `signal` to `pid` only if it is still the process that started at
+/// `start`.
+pub(crate) fn signal_if_same(pid: i32, start: u64, signal: Signal) {
+    let Some(raw) = Pid::from_raw(pid) else {
+        return;
+    };
+    // Linux: the pidfd holds on to whichever process has the pid now; the
+    // start time, read after, says whether that is still ours. No race.
+    #[cfg(all(target_os = "linux", not(retry_posix)))]
+    {
+        let Ok(pidfd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())
+        else {
+            return;
+        };
+        if process_info(pid).is_some_and(|now| now.start == start) {
+            let _ = rustix::process::pidfd_send_signal(&pidfd, signal);
+        }
+    }
+    // Elsewhere: the check, then `kill`; a process that ends and whose pid
+    // is taken between the two could be signalled (a window of
+    // microseconds, on a pid the system hands out again only after cycling
+    // through the others).
+    #[cfg(not(all(target_os = "linux", not(retry_posix))))]
+    if process_info(pid).is_some_and(|now| now.start == start) {
+        let _ = rustix::process::kill_process(raw, signal);
+    }
+}
+
+/// Become the reaper of what our children orphan, where the system can.
+/// Returns whether it did.
+pub(crate) fn adopt_orphans() -> bool {
+    #[cfg(all(target_os = "linux", not(retry_posix)))]
+    return rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok();
+    #[cfg(all(target_os = "freebsd", not(retry_posix)))]
+    return rustix::process::set_reaper_status(true).is_ok();
+    #[cfg(not(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix))))]
+    false
+}
