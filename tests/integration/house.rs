@@ -1,6 +1,7 @@
 //! The layout of the source itself: modules import one another in one
 //! direction only (no loop between files), so each room can be read, tested
-//! and changed from the bottom up.
+//! and changed from the bottom up; no file's non-test code is over 450
+//! lines; and every `unsafe` is in `src/sys/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -126,4 +127,248 @@ fn the_loop_finder_finds_loops() {
     assert_eq!(cycle.len(), 4);
     graph.get_mut("c").unwrap().clear();
     assert_eq!(find_loop(&graph), None);
+}
+
+/// The longest a source file's non-test code may be (issue 23): a file
+/// longer than this holds more than one job, and is split along its seams.
+const MOST_LINES: usize = 450;
+
+/// Every non-test source file under src/, relative to it, with its
+/// non-test code: the text before its first `#[cfg(test)]`. A file that is
+/// test code as a whole is left out: one its parent declares under
+/// `#[cfg(test)]` (`#[cfg(test)] mod fixtures;`), anything under such a
+/// module's folder, and a file whose first item is under `#[cfg(test)]`.
+fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut pending = vec![src.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                files.push((path.strip_prefix(&src).unwrap().to_path_buf(), text));
+            }
+        }
+    }
+    // Where the modules declared under `#[cfg(test)]` live: NAME.rs, or
+    // the folder NAME/ (NAME/mod.rs and NAME's own children).
+    let mut test_only: Vec<std::path::PathBuf> = Vec::new();
+    for (path, text) in &files {
+        let stem = path.file_stem().unwrap();
+        let parent = path.parent().unwrap();
+        let children = if ["mod", "lib", "main"].iter().any(|s| stem == *s) {
+            parent.to_path_buf()
+        } else {
+            parent.join(stem)
+        };
+        for name in test_modules(text) {
+            test_only.push(children.join(format!("{name}.rs")));
+            test_only.push(children.join(name));
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter(|(path, text)| {
+            !test_only.iter().any(|t| path.starts_with(t)) && !starts_with_test_item(text)
+        })
+        .map(|(path, text)| {
+            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            (path, code)
+        })
+        .collect()
+}
+
+/// The names in `#[cfg(test)] mod NAME;` (other attributes between, and
+/// any visibility, allowed).
+fn test_modules(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut names = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        if *line != "#[cfg(test)]" {
+            continue;
+        }
+        let Some(item) = lines[at + 1..]
+            .iter()
+            .find(|l| !(l.is_empty() || l.starts_with("#[") || l.starts_with("//")))
+        else {
+            continue;
+        };
+        let item = item.strip_prefix("pub ").unwrap_or(item);
+        let item = match item.strip_prefix("pub(") {
+            Some(rest) => rest.split_once(") ").map_or(item, |(_, rest)| rest),
+            None => item,
+        };
+        if let Some(name) = item
+            .strip_prefix("mod ")
+            .and_then(|rest| rest.strip_suffix(';'))
+        {
+            names.push(name.trim().to_string());
+        }
+    }
+    names
+}
+
+/// Whether the first item of a file (after its comments, docs and inner
+/// attributes) is under `#[cfg(test)]`: the file is test code.
+fn starts_with_test_item(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !(l.is_empty() || l.starts_with("//") || l.starts_with("#![")))
+        .is_some_and(|l| l == "#[cfg(test)]")
+}
+
+#[test]
+fn no_source_file_is_over_450_lines() {
+    let sources = non_test_sources();
+    assert!(sources.len() > 50, "read the source tree: {sources:?}");
+    let names: Vec<String> = sources
+        .iter()
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    // Test-only files are not counted; their parents' non-test code is.
+    for test_only in ["presets/tests.rs", "report/fixtures.rs"] {
+        assert!(!names.iter().any(|n| n == test_only), "{names:?}");
+    }
+    assert!(names.iter().any(|n| n == "presets/mod.rs"), "{names:?}");
+    let long: Vec<String> = sources
+        .iter()
+        .map(|(path, code)| (path, code.lines().count()))
+        .filter(|(_, lines)| *lines > MOST_LINES)
+        .map(|(path, lines)| format!("src/{}: {lines} lines", path.display()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "non-test code over {MOST_LINES} lines (split each file along its seams): {}",
+        long.join(", ")
+    );
+}
+
+/// `code` with its comments and the insides of its string and character
+/// literals blanked out, lines kept: what is left is Rust's own words.
+fn strip_comments_and_strings(code: &str) -> String {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = String::with_capacity(code.len());
+    let mut at = 0;
+    // Keeps line breaks, so that line numbers still hold.
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    while at < chars.len() {
+        let c = chars[at];
+        let next = chars.get(at + 1).copied();
+        if c == '/' && next == Some('/') {
+            while at < chars.len() && chars[at] != '\n' {
+                at += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while at < chars.len() {
+                if chars[at] == '/' && chars.get(at + 1) == Some(&'*') {
+                    depth += 1;
+                    at += 2;
+                } else if chars[at] == '*' && chars.get(at + 1) == Some(&'/') {
+                    depth -= 1;
+                    at += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, chars[at]);
+                    at += 1;
+                }
+            }
+        } else if c == 'r' && matches!(next, Some('"' | '#')) && {
+            let hashes = chars[at + 1..].iter().take_while(|&&h| h == '#').count();
+            chars.get(at + 1 + hashes) == Some(&'"')
+        } {
+            // A raw string: r"...", r#"..."#, ...
+            let hashes = chars[at + 1..].iter().take_while(|&&h| h == '#').count();
+            at += hashes + 2;
+            let end: Vec<char> = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            while at < chars.len() && !chars[at..].starts_with(&end) {
+                blank(&mut out, chars[at]);
+                at += 1;
+            }
+            at += end.len();
+            out.push_str("\"\"");
+        } else if c == '"' {
+            at += 1;
+            while at < chars.len() && chars[at] != '"' {
+                if chars[at] == '\\' {
+                    at += 1;
+                }
+                if let Some(&inside) = chars.get(at) {
+                    blank(&mut out, inside);
+                }
+                at += 1;
+            }
+            at += 1;
+            out.push_str("\"\"");
+        } else if c == '\'' && (next == Some('\\') || chars.get(at + 2) == Some(&'\'')) {
+            // A character literal ('x', '\n', '\u{7f}'), not a lifetime.
+            at += 1;
+            while at < chars.len() && chars[at] != '\'' {
+                at += if chars[at] == '\\' { 2 } else { 1 };
+            }
+            at += 1;
+            out.push_str("' '");
+        } else {
+            out.push(c);
+            at += 1;
+        }
+    }
+    out
+}
+
+/// The lines (from 1) of `code` where the keyword `unsafe` is written.
+fn unsafe_lines(code: &str) -> Vec<usize> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    strip_comments_and_strings(code)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            line.match_indices("unsafe").any(|(at, _)| {
+                !line[..at].ends_with(is_word) && !line[at + "unsafe".len()..].starts_with(is_word)
+            })
+        })
+        .map(|(index, _)| index + 1)
+        .collect()
+}
+
+#[test]
+fn the_unsafe_finder_reads_code_not_words() {
+    let code = r##"
+//! Every `unsafe` call lives in sys.
+#![deny(unsafe_op_in_unsafe_fn)]
+/* unsafe { } in a block comment */
+let said = "an unsafe { } string";
+let raw = r#"unsafe "quoted" too"#;
+let quote = '"'; let life: &'static str = "";
+let x = unsafe { f() }; // unsafe again
+let not_unsafe_at_all = 1;
+unsafe fn g() {}
+"##;
+    assert_eq!(unsafe_lines(code), [8, 10]);
+}
+
+#[test]
+fn unsafe_lives_in_sys() {
+    let mut found = Vec::new();
+    for (path, code) in non_test_sources() {
+        if path.starts_with("sys") {
+            continue;
+        }
+        for line in unsafe_lines(&code) {
+            found.push(format!("src/{}:{line}", path.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`unsafe` outside src/sys/ (move it behind a safe function there): {}",
+        found.join(", ")
+    );
 }
