@@ -74,21 +74,7 @@ fn wait_for_lock(
         // Nobody waits any more: `fd` (and the lock) go with the message.
         let _ = send.send(locked);
     };
-    // SAFETY: only this thread's signal mask changes: every signal is
-    // blocked while the waiter is made (which inherits the mask), and the
-    // old mask is put back right after.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
-        let spawned = std::thread::Builder::new()
-            .name("retry-lock".into())
-            .stack_size(64 * 1024)
-            .spawn(waiter);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
-        spawned.map(|_| receive)
-    }
+    crate::sys::thread::spawn_with_signals_blocked("retry-lock", 64 * 1024, waiter).map(|_| receive)
 }
 
 /// The file names of one record.

@@ -12,6 +12,7 @@
 pub(crate) mod fd;
 pub(crate) mod process;
 pub(crate) mod signal;
+pub(crate) mod thread;
 pub(crate) mod user;
 
 /// What this build of retry can count on from the system.
