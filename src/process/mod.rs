@@ -15,7 +15,6 @@
 //! process the attempt started (`tree`), as no group id names them.
 
 pub(crate) mod signals;
-mod spawn;
 mod tree;
 
 use std::ffi::OsString;
@@ -184,7 +183,7 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
     };
     let started = open_null(launch).and_then(|null| {
         let fd = |io| child_fd(io, null.as_ref());
-        spawn::start(&spawn::Request {
+        crate::sys::spawn::start(&crate::sys::spawn::Request {
             program,
             args: &launch.argv[1..],
             env: &launch.env,

@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -12,6 +12,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::planted_by_another_user;
+use crate::sys::fs::DIR_STEP;
 
 /// A symlink on the way to a directory that another user planted: not
 /// followed (see [`open_directory`]).
@@ -69,10 +70,7 @@ pub(super) struct Walk {
     links: usize,
 }
 
-const OPEN_PATH: OFlags = OFlags::PATH
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
+const OPEN_PATH: OFlags = DIR_STEP.union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 impl Walk {
     /// At `/` for an absolute `path`, else at the working directory.
@@ -120,7 +118,7 @@ impl Walk {
             self.judge(&step, stat.st_uid)?;
             if self.in_proc() {
                 // One of /proc's: the kernel takes the walk where it leads.
-                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                let flags = DIR_STEP | OFlags::CLOEXEC;
                 self.here = rustix::fs::openat(&self.here, &step, flags, Mode::empty())?;
                 self.step_shown(&step);
                 continue;
@@ -160,7 +158,7 @@ impl Walk {
     /// directory, a pipe): only the kernel can follow them, and no other
     /// user can plant one there.
     pub(super) fn in_proc(&self) -> bool {
-        rustix::fs::fstatfs(&self.here).is_ok_and(|fs| fs.f_type == rustix::fs::PROC_SUPER_MAGIC)
+        crate::sys::fs::is_proc(self.here.as_fd())
     }
 
     /// The text of the symlink `name` here.

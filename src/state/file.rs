@@ -539,12 +539,7 @@ mod tests {
     #[test]
     fn a_fifo_state_file_is_not_opened() {
         let dir = private();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            dir.path().join("job.json"),
-            Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::sys::fs::make_fifo(&dir.path().join("job.json")).unwrap();
         let store = FileStore::open(dir.path(), SECOND).unwrap();
         let started = Instant::now();
         let updated = store.update("job", &mut |_| {}).unwrap();
@@ -561,12 +556,7 @@ mod tests {
     fn a_special_or_symlinked_lock_file_is_refused() {
         let dir = private();
         let store = FileStore::open(dir.path(), SECOND).unwrap();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            dir.path().join("f.lock"),
-            Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::sys::fs::make_fifo(&dir.path().join("f.lock")).unwrap();
         let err = store.update("f", &mut |_| {}).err().unwrap().to_string();
         assert!(err.contains("FIFO"), "{err}");
         let elsewhere = private();
