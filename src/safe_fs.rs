@@ -73,7 +73,7 @@ impl Kind {
     /// From the mode bits of a `stat`.
     pub(crate) fn of_mode(mode: u32) -> Kind {
         use rustix::fs::FileType as Raw;
-        match Raw::from_raw_mode(mode) {
+        match Raw::from_raw_mode(crate::sys::fs::raw_mode(mode)) {
             Raw::Symlink => Kind::Symlink,
             Raw::Directory => Kind::Directory,
             Raw::Fifo => Kind::Fifo,

@@ -10,6 +10,7 @@ use std::os::fd::BorrowedFd;
 pub(crate) use crate::sys::tmpfile::{NAME_TRIES, create_unnamed, link_unnamed};
 use std::os::unix::fs::PermissionsExt;
 
+use crate::sys::fs::raw_mode;
 use rand::TryRng;
 use rand::rngs::SysRng;
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -68,7 +69,7 @@ pub(crate) fn create_exclusive(
             | OFlags::NOFOLLOW
             | OFlags::CLOEXEC
             | OFlags::NOCTTY;
-        match rustix::fs::openat(dir, &candidate, flags, Mode::from_raw_mode(mode)) {
+        match rustix::fs::openat(dir, &candidate, flags, Mode::from_raw_mode(raw_mode(mode))) {
             Ok(fd) => return Ok((fd, candidate)),
             Err(Errno::EXIST) if tries < NAME_TRIES => tries += 1,
             Err(err) => return Err(err),

@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::sys::fs::mode_bits;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
@@ -139,7 +140,7 @@ impl Walk {
     /// kernel's count of links in one walk (`ELOOP`). Counted.
     pub(super) fn judge(&mut self, name: &OsStr, owner: u32) -> io::Result<()> {
         let dir = rustix::fs::fstat(&self.here)?;
-        if planted_by_another_user(dir.st_mode, dir.st_uid, owner) {
+        if planted_by_another_user(mode_bits(dir.st_mode), dir.st_uid, owner) {
             return Err(io::Error::other(PlantedSymlink {
                 link: self.shown.join(name),
                 owner,

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
+use crate::sys::fs::{mode_bits, raw_mode};
 use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
@@ -136,7 +137,7 @@ fn temporary_name(stem: &str) -> String {
 
 /// What a non-regular file is, for messages.
 fn file_type_name(mode: u32) -> &'static str {
-    match FileType::from_raw_mode(mode) {
+    match FileType::from_raw_mode(raw_mode(mode)) {
         FileType::RegularFile => "a regular file",
         FileType::Directory => "a directory",
         FileType::Symlink => "a symlink",
@@ -149,7 +150,7 @@ fn file_type_name(mode: u32) -> &'static str {
 }
 
 fn is_regular(mode: u32) -> bool {
-    FileType::from_raw_mode(mode) == FileType::RegularFile
+    FileType::from_raw_mode(raw_mode(mode)) == FileType::RegularFile
 }
 
 impl FileStore {
@@ -170,7 +171,9 @@ impl FileStore {
     /// a symlink), so that a FIFO or device is never even opened.
     fn special(&self, file: &str) -> Result<Option<&'static str>> {
         match rustix::fs::statat(&self.fd, file, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) if !is_regular(stat.st_mode) => Ok(Some(file_type_name(stat.st_mode))),
+            Ok(stat) if !is_regular(mode_bits(stat.st_mode)) => {
+                Ok(Some(file_type_name(mode_bits(stat.st_mode))))
+            }
             Ok(_) | Err(Errno::NOENT) => Ok(None),
             Err(err) => Err(err).with_context(|| format!("{}", self.dir.join(file).display())),
         }
@@ -210,11 +213,11 @@ impl FileStore {
             }
         };
         let stat = rustix::fs::fstat(&fd).with_context(|| format!("{}", path.display()))?;
-        if !is_regular(stat.st_mode) {
+        if !is_regular(mode_bits(stat.st_mode)) {
             bail!(
                 "the lock file {} is {}: refusing it (remove it)",
                 path.display(),
-                file_type_name(stat.st_mode)
+                file_type_name(mode_bits(stat.st_mode))
             );
         }
         let started = Instant::now();
@@ -303,11 +306,11 @@ impl FileStore {
             Err(err) => return Loaded::Unreadable(err.to_string()),
         };
         match rustix::fs::fstat(&fd) {
-            Ok(stat) if is_regular(stat.st_mode) => {}
+            Ok(stat) if is_regular(mode_bits(stat.st_mode)) => {}
             Ok(stat) => {
                 return Loaded::Corrupt(format!(
                     "it is {}, not a regular file",
-                    file_type_name(stat.st_mode)
+                    file_type_name(mode_bits(stat.st_mode))
                 ));
             }
             Err(err) => return Loaded::Unreadable(err.to_string()),

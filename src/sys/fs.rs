@@ -95,3 +95,17 @@ pub(crate) fn make_fifo(path: &std::path::Path) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// `st_mode` as the `u32` that std's `MetadataExt::mode` gives (`mode_t` is
+/// `u16` on macOS and FreeBSD).
+#[allow(clippy::useless_conversion)]
+pub(crate) fn mode_bits(st_mode: rustix::fs::RawMode) -> u32 {
+    u32::from(st_mode)
+}
+
+/// Mode bits for rustix's calls, from the `u32` retry keeps them in (only
+/// the low 16 bits are ever set).
+#[allow(clippy::unnecessary_cast)]
+pub(crate) fn raw_mode(bits: u32) -> rustix::fs::RawMode {
+    (bits & 0o177_777) as rustix::fs::RawMode
+}
