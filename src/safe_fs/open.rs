@@ -164,6 +164,6 @@ fn open_error(path: &Path, err: Errno) -> anyhow::Error {
 fn is_own_output(meta: &std::fs::Metadata) -> bool {
     [1, 2].into_iter().any(|fd| {
         rustix::fs::fstat(own_fd(fd).as_fd())
-            .is_ok_and(|own| own.st_dev == meta.dev() && own.st_ino == meta.ino())
+            .is_ok_and(|own| crate::sys::fs::device(&own) == meta.dev() && own.st_ino == meta.ino())
     })
 }

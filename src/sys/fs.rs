@@ -109,3 +109,10 @@ pub(crate) fn mode_bits(st_mode: rustix::fs::RawMode) -> u32 {
 pub(crate) fn raw_mode(bits: u32) -> rustix::fs::RawMode {
     (bits & 0o177_777) as rustix::fs::RawMode
 }
+
+/// `st_dev` as the `u64` that std's `MetadataExt::dev` gives (`dev_t` is
+/// `i32` on macOS).
+#[allow(clippy::unnecessary_cast)]
+pub(crate) fn device(stat: &rustix::fs::Stat) -> u64 {
+    stat.st_dev as u64
+}

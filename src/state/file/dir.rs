@@ -250,7 +250,7 @@ mod tests {
         let real = std::fs::metadata(top.path().join("real")).unwrap();
         let opened = rustix::fs::fstat(&fd).unwrap();
         assert_eq!(
-            (opened.st_dev, opened.st_ino),
+            (crate::sys::fs::device(&opened), opened.st_ino),
             (
                 std::os::unix::fs::MetadataExt::dev(&real),
                 std::os::unix::fs::MetadataExt::ino(&real)
