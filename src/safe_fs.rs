@@ -73,7 +73,7 @@ impl Kind {
     /// From the mode bits of a `stat`.
     pub(crate) fn of_mode(mode: u32) -> Kind {
         use rustix::fs::FileType as Raw;
-        match Raw::from_raw_mode(mode) {
+        match Raw::from_raw_mode(crate::sys::fs::raw_mode(mode)) {
             Raw::Symlink => Kind::Symlink,
             Raw::Directory => Kind::Directory,
             Raw::Fifo => Kind::Fifo,
@@ -261,14 +261,7 @@ mod tests {
             Err(Unreadable::NotRegular(Kind::Symlink))
         ));
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::sys::fs::make_fifo(&fifo).unwrap();
         assert!(matches!(
             read_small_regular(&fifo, 100),
             Err(Unreadable::NotRegular(Kind::Fifo))
@@ -318,14 +311,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "a\nb\n");
         open_append_log(Path::new("/dev/null")).unwrap();
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::sys::fs::make_fifo(&fifo).unwrap();
         let err = open_append_log(&fifo).unwrap_err().to_string();
         assert!(err.contains("a FIFO"), "{err}");
     }

@@ -36,19 +36,7 @@ pub(crate) fn terminating_arrived() -> bool {
     ARRIVED.load(Ordering::SeqCst)
 }
 
-/// Signals that end the run: forwarded to the attempt, whose group is then
-/// terminated, and re-raised. USR1, USR2 and ALRM kill a process by default:
-/// left unhandled, they would kill retry and orphan the attempt's group.
-/// (SIGPIPE stays ignored: a closed reader is no reason to end the run.)
-pub(crate) const TERMINATING: [i32; 7] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-];
+pub(crate) use crate::sys::signal::TERMINATING;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {

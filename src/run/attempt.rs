@@ -13,7 +13,7 @@
 //! group clean-up) the pumps get a short time to drain, then are cancelled.
 
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -76,7 +76,7 @@ pub(crate) struct Outcome {
 /// system allows, so a fast writer needs fewer round trips through us.
 fn output_pipe() -> Result<(OwnedFd, OwnedFd)> {
     let (source, sink) = pipe()?;
-    let _ = rustix::pipe::fcntl_setpipe_size(&sink, crate::scan::CHUNK);
+    crate::sys::fs::set_pipe_size(sink.as_fd(), crate::scan::CHUNK);
     Ok((source, sink))
 }
 

@@ -261,7 +261,7 @@ fn describe(refusal: &Refusal, is: &str) -> String {
     match refusal {
         Refusal::NotRegular(mode) => format!(
             "{is} {}, not a regular file",
-            kind_name(FileType::from_raw_mode(*mode))
+            kind_name(FileType::from_raw_mode(crate::sys::fs::raw_mode(*mode)))
         ),
         Refusal::Planted { owner } => format!(
             "{is} owned by another user (uid {owner}) in a sticky directory others can write: not replaced (as fs.protected_regular would refuse to open it), so that no one else decides who reads the output"

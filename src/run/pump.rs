@@ -126,7 +126,7 @@ fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> 
     if rustix::fs::fcntl_setfl(source, flags | rustix::fs::OFlags::NONBLOCK).is_err() {
         return;
     }
-    let mut budget = rustix::pipe::fcntl_getpipe_size(source).unwrap_or(CHUNK);
+    let mut budget = crate::sys::fs::pipe_size(source.as_fd()).unwrap_or(CHUNK);
     while budget > 0 {
         let want = budget.min(buffer.len());
         match rustix::io::read(source, &mut buffer[..want]) {

@@ -8,6 +8,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
+use crate::sys::fs::mode_bits;
 use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -140,7 +141,7 @@ fn not_planted(walk: &Walk, fd: OwnedFd, flags: OFlags) -> Result<OwnedFd, Unope
         return Ok(fd);
     }
     let dir = rustix::fs::fstat(&walk.here).map_err(Unopened::Failed)?;
-    if planted_by_another_user(dir.st_mode, dir.st_uid, file.st_uid) {
+    if planted_by_another_user(mode_bits(dir.st_mode), dir.st_uid, file.st_uid) {
         return Err(Unopened::Untrusted(anyhow::anyhow!(
             "a file owned by another user (uid {}) in the sticky world-writable directory {}: not written (as fs.protected_regular would refuse to open it)",
             file.st_uid,
@@ -163,6 +164,6 @@ fn open_error(path: &Path, err: Errno) -> anyhow::Error {
 fn is_own_output(meta: &std::fs::Metadata) -> bool {
     [1, 2].into_iter().any(|fd| {
         rustix::fs::fstat(own_fd(fd).as_fd())
-            .is_ok_and(|own| own.st_dev == meta.dev() && own.st_ino == meta.ino())
+            .is_ok_and(|own| crate::sys::fs::device(&own) == meta.dev() && own.st_ino == meta.ino())
     })
 }

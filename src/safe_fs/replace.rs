@@ -23,6 +23,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use crate::sys::fs::{mode_bits, raw_mode};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
@@ -147,7 +148,7 @@ impl Replacement {
             options,
         };
         if let Some(mode) = exact {
-            rustix::fs::fchmod(&replacement.file, Mode::from_raw_mode(mode))
+            rustix::fs::fchmod(&replacement.file, Mode::from_raw_mode(raw_mode(mode)))
                 .map_err(Trouble::failed(Step::Mode))?;
         }
         Ok(replacement)
@@ -233,10 +234,12 @@ pub(crate) fn check(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<Stat>, T
         Err(err) => return Err(Trouble::failed(Step::Look)(err)),
     };
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(Trouble::Refused(Refusal::NotRegular(stat.st_mode)));
+        return Err(Trouble::Refused(Refusal::NotRegular(mode_bits(
+            stat.st_mode,
+        ))));
     }
     let dir_stat = rustix::fs::fstat(dir).map_err(Trouble::failed(Step::Look))?;
-    if planted_by_another_user(dir_stat.st_mode, dir_stat.st_uid, stat.st_uid) {
+    if planted_by_another_user(mode_bits(dir_stat.st_mode), dir_stat.st_uid, stat.st_uid) {
         return Err(Trouble::Refused(Refusal::Planted { owner: stat.st_uid }));
     }
     Ok(Some(stat))
@@ -336,7 +339,7 @@ mod tests {
         for (name, kind) in [("link", FileType::Symlink), ("d", FileType::Directory)] {
             match check(name) {
                 Err(Trouble::Refused(Refusal::NotRegular(mode))) => {
-                    assert_eq!(FileType::from_raw_mode(mode), kind);
+                    assert_eq!(FileType::from_raw_mode(raw_mode(mode)), kind);
                 }
                 other => panic!("{name}: {other:?}"),
             }

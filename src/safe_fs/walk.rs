@@ -4,14 +4,16 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::sys::fs::mode_bits;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::planted_by_another_user;
+use crate::sys::fs::DIR_STEP;
 
 /// A symlink on the way to a directory that another user planted: not
 /// followed (see [`open_directory`]).
@@ -69,10 +71,7 @@ pub(super) struct Walk {
     links: usize,
 }
 
-const OPEN_PATH: OFlags = OFlags::PATH
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
+const OPEN_PATH: OFlags = DIR_STEP.union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 impl Walk {
     /// At `/` for an absolute `path`, else at the working directory.
@@ -120,7 +119,7 @@ impl Walk {
             self.judge(&step, stat.st_uid)?;
             if self.in_proc() {
                 // One of /proc's: the kernel takes the walk where it leads.
-                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                let flags = DIR_STEP | OFlags::CLOEXEC;
                 self.here = rustix::fs::openat(&self.here, &step, flags, Mode::empty())?;
                 self.step_shown(&step);
                 continue;
@@ -141,7 +140,7 @@ impl Walk {
     /// kernel's count of links in one walk (`ELOOP`). Counted.
     pub(super) fn judge(&mut self, name: &OsStr, owner: u32) -> io::Result<()> {
         let dir = rustix::fs::fstat(&self.here)?;
-        if planted_by_another_user(dir.st_mode, dir.st_uid, owner) {
+        if planted_by_another_user(mode_bits(dir.st_mode), dir.st_uid, owner) {
             return Err(io::Error::other(PlantedSymlink {
                 link: self.shown.join(name),
                 owner,
@@ -160,7 +159,7 @@ impl Walk {
     /// directory, a pipe): only the kernel can follow them, and no other
     /// user can plant one there.
     pub(super) fn in_proc(&self) -> bool {
-        rustix::fs::fstatfs(&self.here).is_ok_and(|fs| fs.f_type == rustix::fs::PROC_SUPER_MAGIC)
+        crate::sys::fs::is_proc(self.here.as_fd())
     }
 
     /// The text of the symlink `name` here.

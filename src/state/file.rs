@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
+use crate::sys::fs::{mode_bits, raw_mode};
 use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
@@ -122,7 +123,7 @@ fn temporary_name(stem: &str) -> String {
 
 /// What a non-regular file is, for messages.
 fn file_type_name(mode: u32) -> &'static str {
-    match FileType::from_raw_mode(mode) {
+    match FileType::from_raw_mode(raw_mode(mode)) {
         FileType::RegularFile => "a regular file",
         FileType::Directory => "a directory",
         FileType::Symlink => "a symlink",
@@ -135,7 +136,7 @@ fn file_type_name(mode: u32) -> &'static str {
 }
 
 fn is_regular(mode: u32) -> bool {
-    FileType::from_raw_mode(mode) == FileType::RegularFile
+    FileType::from_raw_mode(raw_mode(mode)) == FileType::RegularFile
 }
 
 impl FileStore {
@@ -156,7 +157,9 @@ impl FileStore {
     /// a symlink), so that a FIFO or device is never even opened.
     fn special(&self, file: &str) -> Result<Option<&'static str>> {
         match rustix::fs::statat(&self.fd, file, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) if !is_regular(stat.st_mode) => Ok(Some(file_type_name(stat.st_mode))),
+            Ok(stat) if !is_regular(mode_bits(stat.st_mode)) => {
+                Ok(Some(file_type_name(mode_bits(stat.st_mode))))
+            }
             Ok(_) | Err(Errno::NOENT) => Ok(None),
             Err(err) => Err(err).with_context(|| format!("{}", self.dir.join(file).display())),
         }
@@ -196,11 +199,11 @@ impl FileStore {
             }
         };
         let stat = rustix::fs::fstat(&fd).with_context(|| format!("{}", path.display()))?;
-        if !is_regular(stat.st_mode) {
+        if !is_regular(mode_bits(stat.st_mode)) {
             bail!(
                 "the lock file {} is {}: refusing it (remove it)",
                 path.display(),
-                file_type_name(stat.st_mode)
+                file_type_name(mode_bits(stat.st_mode))
             );
         }
         let started = Instant::now();
@@ -289,11 +292,11 @@ impl FileStore {
             Err(err) => return Loaded::Unreadable(err.to_string()),
         };
         match rustix::fs::fstat(&fd) {
-            Ok(stat) if is_regular(stat.st_mode) => {}
+            Ok(stat) if is_regular(mode_bits(stat.st_mode)) => {}
             Ok(stat) => {
                 return Loaded::Corrupt(format!(
                     "it is {}, not a regular file",
-                    file_type_name(stat.st_mode)
+                    file_type_name(mode_bits(stat.st_mode))
                 ));
             }
             Err(err) => return Loaded::Unreadable(err.to_string()),
@@ -525,12 +528,7 @@ mod tests {
     #[test]
     fn a_fifo_state_file_is_not_opened() {
         let dir = private();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            dir.path().join("job.json"),
-            Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::sys::fs::make_fifo(&dir.path().join("job.json")).unwrap();
         let store = FileStore::open(dir.path(), SECOND).unwrap();
         let started = Instant::now();
         let updated = store.update("job", &mut |_| {}).unwrap();
@@ -547,12 +545,7 @@ mod tests {
     fn a_special_or_symlinked_lock_file_is_refused() {
         let dir = private();
         let store = FileStore::open(dir.path(), SECOND).unwrap();
-        rustix::fs::mkfifoat(
-            rustix::fs::CWD,
-            dir.path().join("f.lock"),
-            Mode::from_raw_mode(0o600),
-        )
-        .unwrap();
+        crate::sys::fs::make_fifo(&dir.path().join("f.lock")).unwrap();
         let err = store.update("f", &mut |_| {}).err().unwrap().to_string();
         assert!(err.contains("FIFO"), "{err}");
         let elsewhere = private();

@@ -19,7 +19,7 @@ pub(crate) fn own_fd(fd: i32) -> BorrowedFd<'static> {
 
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("creating a pipe")
+    super::fs::pipe().context("creating a pipe")
 }
 
 /// A way to tell threads blocked in [`wait_for`] to give up: they watch the
@@ -109,10 +109,10 @@ impl std::error::Error for Abandoned {}
 /// wait for room in slices, asking between two whether to give up.
 ///
 /// A pipe or FIFO is written through a descriptor of our own, opened anew
-/// through `/proc/self/fd` with `O_NONBLOCK` (setting that flag on the
-/// inherited descriptor would change it for every process sharing it).
-/// Anything else (a terminal, a file, a socket), or a pipe where `/proc` is
-/// missing, is written as it is, blocking.
+/// with `O_NONBLOCK` (`sys::fs::reopen_pipe_nonblocking`: Linux's
+/// `/proc/self/fd`). Anything else (a terminal, a file, a socket), or a pipe
+/// that cannot be reopened (no `/proc`, another system), is written as it
+/// is, blocking.
 pub(crate) struct Outlet {
     inherited: BorrowedFd<'static>,
     own: Option<OwnedFd>,
@@ -125,17 +125,7 @@ impl Outlet {
         let is_pipe = rustix::fs::fstat(inherited)
             .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_fifo());
         let own = is_pipe
-            .then(|| {
-                rustix::fs::open(
-                    format!("/proc/self/fd/{fd}"),
-                    rustix::fs::OFlags::WRONLY
-                        | rustix::fs::OFlags::NONBLOCK
-                        | rustix::fs::OFlags::CLOEXEC
-                        | rustix::fs::OFlags::NOCTTY,
-                    rustix::fs::Mode::empty(),
-                )
-                .ok()
-            })
+            .then(|| super::fs::reopen_pipe_nonblocking(fd))
             .flatten();
         Outlet { inherited, own }
     }

@@ -2,6 +2,20 @@
 //! signal. The same POSIX calls on every system; they are `unsafe` in Rust,
 //! so they live here.
 
+/// Signals that end the run: forwarded to the attempt, whose group is then
+/// terminated, and re-raised. USR1, USR2 and ALRM kill a process by default:
+/// left unhandled, they would kill retry and orphan the attempt's group.
+/// (SIGPIPE stays ignored: a closed reader is no reason to end the run.)
+pub(crate) const TERMINATING: [i32; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
 /// Whether `signal`'s disposition is "ignore" (as the caller handed it to us).
 pub(crate) fn is_ignored(signal: i32) -> bool {
     // SAFETY: querying a disposition (null new action) changes nothing.

@@ -21,6 +21,8 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
+use crate::sys::fs::DIR_STEP;
+
 /// Symlinks followed in one walk before giving up (the kernel's limit).
 const MOST_LINKS: usize = 40;
 
@@ -37,12 +39,8 @@ pub(super) fn open_private(path: &Path) -> Result<OwnedFd> {
             .join(path)
     };
     let mut pending: VecDeque<OsString> = parts(&absolute).into();
-    let root = rustix::fs::open(
-        "/",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .context("opening /")?;
+    let root =
+        rustix::fs::open("/", DIR_STEP | OFlags::CLOEXEC, Mode::empty()).context("opening /")?;
     // The directories opened so far, each inside the one before: ".."
     // goes back one, an absolute symlink back to the root.
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];
@@ -106,7 +104,7 @@ pub(super) fn open_private(path: &Path) -> Result<OwnedFd> {
         let fd = match rustix::fs::openat(
             parent,
             &part,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            DIR_STEP | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         ) {
             Ok(fd) => fd,
@@ -252,7 +250,7 @@ mod tests {
         let real = std::fs::metadata(top.path().join("real")).unwrap();
         let opened = rustix::fs::fstat(&fd).unwrap();
         assert_eq!(
-            (opened.st_dev, opened.st_ino),
+            (crate::sys::fs::device(&opened), opened.st_ino),
             (
                 std::os::unix::fs::MetadataExt::dev(&real),
                 std::os::unix::fs::MetadataExt::ino(&real)

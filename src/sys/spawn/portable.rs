@@ -1,4 +1,5 @@
-//! Starting a program: `std::process::Command`, the same on every system.
+//! Starting a program: `std::process::Command`, the same on every system
+//! (macOS, FreeBSD, and Linux with `--cfg retry_posix`).
 //!
 //! `Command` forks (a `pre_exec` step rules out its `posix_spawn` path),
 //! and in the child, in this order:
@@ -33,33 +34,14 @@
 //! A step that fails in the child comes back as `spawn`'s error, with its
 //! errno (std sends it back through a pipe and reaps the child).
 
-use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::BorrowedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use rustix::process::Pid;
 
-use crate::process::signals::TERMINATING;
-
-/// One program to start.
-pub(super) struct Request<'a> {
-    /// As given: a name to look for in retry's PATH, or a path (it has a
-    /// `/`).
-    pub(super) program: &'a OsStr,
-    /// The arguments after `argv[0]` (which is `program`).
-    pub(super) args: &'a [OsString],
-    /// Added to (or replacing in) retry's own environment.
-    pub(super) env: &'a [(&'static str, OsString)],
-    /// Descriptors to put at 0, 1 and 2; `None` leaves retry's own there.
-    pub(super) stdio: [Option<BorrowedFd<'a>>; 3],
-    pub(super) own_group: bool,
-    /// Give SIGTTIN and SIGTTOU their default action (retry ignores them;
-    /// `false` when the caller had already ignored them).
-    pub(super) reset_ttin: bool,
-    pub(super) reset_ttou: bool,
-}
+use super::Request;
+use crate::sys::signal::TERMINATING;
 
 /// Start the program; its pid, or the errno of what failed.
 pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
@@ -139,7 +121,7 @@ fn child_steps(steps: &ChildSteps) {
 
     // If retry dies, even of SIGKILL, the attempt dies with it; if it died
     // already, the request came too late: give up at once.
-    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    #[cfg(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix)))]
     {
         let _ =
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
@@ -152,7 +134,7 @@ fn child_steps(steps: &ChildSteps) {
     // Elsewhere the kernel has no parent-death signal; the attempt outlives
     // a retry killed with SIGKILL (a later change watches retry from the
     // child's side there).
-    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    #[cfg(not(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix))))]
     let _ = steps.parent;
 
     set_mask(&steps.empty);
@@ -205,6 +187,7 @@ fn set_action(signal: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::{OsStr, OsString};
     use std::os::fd::AsFd;
     use std::os::unix::fs::PermissionsExt;
 

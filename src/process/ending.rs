@@ -1,0 +1,118 @@
+//! How an attempt ended, in numbers and words: the one place that turns a
+//! process's end (and what retry had to do to it) into an exit status, a
+//! signal's name and a phrase for messages.
+
+use crate::exit::ExitStatus;
+
+/// How the child process itself ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ProcessEnd {
+    Exited(i32),
+    Signaled(i32),
+    /// The command could not be started; `status` is 126 or 127 (125 when
+    /// the cause is ours: no working directory, no process to be had).
+    NotStarted {
+        status: u8,
+        message: String,
+    },
+}
+
+/// How an attempt ended: the process's end, and what we had to do to it.
+/// The one place that turns an ending into numbers and words.
+#[derive(Clone, Debug)]
+pub(crate) struct Ending {
+    pub(crate) process: ProcessEnd,
+    /// The attempt's deadline passed and we terminated it.
+    pub(crate) timed_out: bool,
+    /// SIGKILL was needed after `--kill-after`.
+    pub(crate) killed: bool,
+    /// Retry received this terminating signal during the attempt.
+    pub(crate) interrupted: Option<i32>,
+}
+
+impl Ending {
+    /// The command could not be started at all.
+    pub(crate) fn not_started(process: ProcessEnd) -> Ending {
+        Ending {
+            process,
+            timed_out: false,
+            killed: false,
+            interrupted: None,
+        }
+    }
+
+    /// Exit 0 within its time.
+    pub(crate) fn succeeded(&self) -> bool {
+        self.process == ProcessEnd::Exited(0) && !self.timed_out
+    }
+
+    /// The status retry ends with if this is the last attempt.
+    pub(crate) fn exit_status(&self) -> ExitStatus {
+        if self.timed_out {
+            return if self.killed {
+                ExitStatus::KILLED
+            } else {
+                ExitStatus::TIMED_OUT
+            };
+        }
+        match &self.process {
+            ProcessEnd::Exited(code) => ExitStatus::from_code(*code),
+            ProcessEnd::Signaled(signal) => ExitStatus::Signal(*signal),
+            ProcessEnd::NotStarted { status, .. } => ExitStatus::Code(*status),
+        }
+    }
+
+    /// The exit code, when the process exited (or could not start).
+    pub(crate) fn exit_code(&self) -> Option<i32> {
+        match &self.process {
+            ProcessEnd::Exited(code) => Some(*code),
+            ProcessEnd::NotStarted { status, .. } => Some(i32::from(*status)),
+            ProcessEnd::Signaled(_) => None,
+        }
+    }
+
+    /// The signal the process died of.
+    pub(crate) fn signal(&self) -> Option<i32> {
+        match self.process {
+            ProcessEnd::Signaled(signal) => Some(signal),
+            _ => None,
+        }
+    }
+
+    /// For messages: `exit 7`, `killed by SIGKILL`, `timed out (exit 124)`,
+    /// `cmd: command not found (exit 127)`.
+    pub(crate) fn describe(&self) -> String {
+        let status = self.exit_status().as_number();
+        match &self.process {
+            _ if self.timed_out => format!("timed out (exit {status})"),
+            ProcessEnd::NotStarted { message, .. } => format!("{message} (exit {status})"),
+            ProcessEnd::Signaled(signal) => format!("killed by {}", signal_name(*signal)),
+            ProcessEnd::Exited(_) => format!("exit {status}"),
+        }
+    }
+}
+
+/// `SIGTERM`, or `signal 34` for one without a common name.
+pub(crate) fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,596 @@
+//! Starting a program on Linux without copying retry's address space.
+//!
+//! `std::process::Command` uses `posix_spawn` (a vfork-like clone) only when
+//! nothing has to run in the child before `execve`; the parent-death signal
+//! needs a step there, and any such step makes `Command` use `fork`, which
+//! copies retry's page tables and makes its pages copy-on-write until the
+//! child has exec'd (measured in BENCHMARKS.md). Here the child is a
+//! `clone(CLONE_VM | CLONE_VFORK)`, which is how glibc's own `posix_spawn`
+//! makes it: the child shares retry's memory, retry's thread is suspended
+//! until the child has called `execve` or exited, and the child makes only
+//! system calls (no allocation, no lock, nothing that can panic) on a stack
+//! of its own. Everything it reads is prepared before the clone.
+//!
+//! The child, in this order:
+//! 1. starts with every signal blocked (the parent blocks them all around
+//!    the clone), so none of retry's handlers can run in it, on retry's
+//!    memory;
+//! 2. gives the signals retry handles their default action back (unless
+//!    the caller ignored them: then they stay ignored), SIGPIPE too (the
+//!    Rust runtime ignores it), and SIGTTIN and SIGTTOU, which retry
+//!    ignores for itself, unless the caller ignored them;
+//! 3. leads a process group of its own, in group mode;
+//! 4. gets its standard descriptors;
+//! 5. asks for SIGKILL when retry dies, and exits 125 at once if retry is
+//!    already gone;
+//! 6. unblocks every signal (a child starts with an empty mask);
+//! 7. runs the program: each place of the PATH search in turn, as `execvp`
+//!    does, and a file the kernel cannot execute (`ENOEXEC`, a script
+//!    without `#!`) under `/bin/sh`, as `execvp` does too.
+//!
+//! A step that fails writes its errno where the parent reads it once the
+//! clone returns (the child then exits 127 and is reaped at once); the
+//! parent reports it as `spawn`'s error, as `Command::spawn` did.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use rustix::process::{Pid, WaitOptions};
+
+use super::Request;
+use crate::sys::signal::TERMINATING;
+
+/// What `execvp` searches when there is no PATH at all.
+const DEFAULT_PATH: &str = "/bin:/usr/bin";
+
+/// The child's stack: its frames and the C library's system-call wrappers
+/// need a few KiB; everything larger was made by the parent.
+const STACK_SIZE: usize = 64 * 1024;
+/// Below the stack, never accessible, so an overflow faults instead of
+/// writing into retry's memory (64 KiB: a whole page on any page size).
+const GUARD_SIZE: usize = 64 * 1024;
+
+/// Everything the child reads, made by the parent before the clone. The
+/// pointers point into `_strings`, owned alongside, and into the inherited
+/// environment (`inherited_env`), which lives as long as retry.
+struct Prepared {
+    /// The paths to try, in the order of the PATH search.
+    candidates: Vec<CString>,
+    /// `/bin/sh`, then the program's argv, then null. The program runs with
+    /// `argv[1..]`; the `/bin/sh` fallback puts the script's path in slot 1
+    /// and runs `/bin/sh` with all of it.
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    _strings: Vec<CString>,
+}
+
+/// What the child is given: plain data, and the slot it reports into.
+struct ChildArgs<'a> {
+    candidates: &'a [CString],
+    argv: *mut *const libc::c_char,
+    envp: *const *const libc::c_char,
+    stdio: [Option<RawFd>; 3],
+    own_group: bool,
+    reset_ttin: bool,
+    reset_ttou: bool,
+    parent: libc::pid_t,
+    /// The errno of the step that failed; 0 when `execve` succeeded.
+    error: AtomicI32,
+}
+
+/// `s` as a C string; an interior NUL (impossible for argv, environment and
+/// paths from the system) is the error `execve` would give for a bad path.
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Where `execvp` would look for `program`, in order: the program itself
+/// when it names a path (has a `/`), else each directory of `path` (an
+/// empty entry is the working directory), or of `/bin:/usr/bin` without one.
+pub(super) fn candidates(program: &OsStr, path: Option<&OsStr>) -> Vec<Vec<u8>> {
+    let name = program.as_bytes();
+    if name.is_empty() {
+        return Vec::new();
+    }
+    if name.contains(&b'/') {
+        return vec![name.to_vec()];
+    }
+    let search = path.map_or(DEFAULT_PATH.as_bytes(), OsStr::as_bytes);
+    search
+        .split(|&b| b == b':')
+        .map(|dir| {
+            if dir.is_empty() {
+                name.to_vec()
+            } else {
+                let mut full = Vec::with_capacity(dir.len() + 1 + name.len());
+                full.extend_from_slice(dir);
+                if !dir.ends_with(b"/") {
+                    full.push(b'/');
+                }
+                full.extend_from_slice(name);
+                full
+            }
+        })
+        .collect()
+}
+
+/// Retry's own environment as `KEY=VALUE` C strings, with their keys, read
+/// at the first spawn: retry never changes its environment (it sets no
+/// variable), so every spawn shares them instead of copying them again.
+fn inherited_env() -> &'static [(OsString, CString)] {
+    static INHERITED: OnceLock<Vec<(OsString, CString)>> = OnceLock::new();
+    INHERITED.get_or_init(|| {
+        std::env::vars_os()
+            .filter_map(|(key, value)| {
+                let entry = env_entry(key.as_bytes(), value.as_bytes()).ok()?;
+                Some((key, entry))
+            })
+            .collect()
+    })
+}
+
+impl Prepared {
+    fn new(request: &Request<'_>, path: Option<&OsStr>) -> io::Result<Prepared> {
+        let candidates = candidates(request.program, path)
+            .into_iter()
+            .map(|c| c_string(&c))
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut strings = Vec::with_capacity(request.args.len() + 2 + request.env.len());
+        strings.push(c_string(b"/bin/sh")?);
+        strings.push(c_string(request.program.as_bytes())?);
+        for arg in request.args {
+            strings.push(c_string(arg.as_bytes())?);
+        }
+        let arg_count = strings.len();
+        for (key, value) in request.env {
+            strings.push(env_entry(key.as_bytes(), value.as_bytes())?);
+        }
+        // A CString's bytes stay where they are when the Vec holding it
+        // moves: these pointers stay valid as long as `strings` lives (and
+        // the inherited ones for good).
+        let mut argv: Vec<*const libc::c_char> =
+            strings[..arg_count].iter().map(|s| s.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let inherited = inherited_env();
+        let mut envp = Vec::with_capacity(inherited.len() + request.env.len() + 1);
+        for (key, entry) in inherited {
+            if !request.env.iter().any(|(k, _)| OsStr::new(k) == key) {
+                envp.push(entry.as_ptr());
+            }
+        }
+        envp.extend(strings[arg_count..].iter().map(|s| s.as_ptr()));
+        envp.push(std::ptr::null());
+        Ok(Prepared {
+            candidates,
+            argv,
+            envp,
+            _strings: strings,
+        })
+    }
+}
+
+fn env_entry(key: &[u8], value: &[u8]) -> io::Result<CString> {
+    let mut entry = Vec::with_capacity(key.len() + 1 + value.len());
+    entry.extend_from_slice(key);
+    entry.push(b'=');
+    entry.extend_from_slice(value);
+    c_string(&entry)
+}
+
+/// The child's stack, mapped once and used by one spawn at a time.
+struct Stack {
+    /// The lowest address of the mapping (the guard), as a number so the
+    /// static can hold it.
+    base: usize,
+}
+
+static STACK: Mutex<Option<Stack>> = Mutex::new(None);
+
+impl Stack {
+    fn map() -> io::Result<Stack> {
+        // SAFETY: a new private anonymous mapping, aliasing nothing; its
+        // lowest GUARD_SIZE bytes are then made inaccessible.
+        unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                GUARD_SIZE + STACK_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::mprotect(base, GUARD_SIZE, libc::PROT_NONE) != 0 {
+                let err = io::Error::last_os_error();
+                libc::munmap(base, GUARD_SIZE + STACK_SIZE);
+                return Err(err);
+            }
+            Ok(Stack {
+                base: base as usize,
+            })
+        }
+    }
+
+    /// The stack grows down from here.
+    fn top(&self) -> *mut libc::c_void {
+        (self.base + GUARD_SIZE + STACK_SIZE) as *mut libc::c_void
+    }
+}
+
+/// Start the program; its pid, or the errno of what failed (the clone
+/// itself, a step in the child, or the last `execve` that counts).
+pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
+    start_in(request, std::env::var_os("PATH").as_deref())
+}
+
+/// [`start`], searching `path` for the program.
+fn start_in(request: &Request<'_>, path: Option<&OsStr>) -> io::Result<Pid> {
+    let mut prepared = Prepared::new(request, path)?;
+    if prepared.candidates.is_empty() {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
+    let args = ChildArgs {
+        candidates: &prepared.candidates,
+        argv: prepared.argv.as_mut_ptr(),
+        envp: prepared.envp.as_ptr(),
+        stdio: request.stdio.map(|fd| fd.map(|fd| fd.as_raw_fd())),
+        own_group: request.own_group,
+        reset_ttin: request.reset_ttin,
+        reset_ttou: request.reset_ttou,
+        parent: rustix::process::getpid().as_raw_nonzero().get(),
+        error: AtomicI32::new(0),
+    };
+    // One spawn at a time uses the stack (only the main thread spawns, but
+    // tests spawn from several threads). A poisoned lock still guards it.
+    let mut stack = STACK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if stack.is_none() {
+        *stack = Some(Stack::map()?);
+    }
+    let top = stack.as_ref().map_or(std::ptr::null_mut(), Stack::top);
+
+    // SAFETY: the whole signal mask of this thread is saved, replaced and
+    // restored; `clone` gets a function that never returns into Rust code
+    // the parent runs, its own stack (held by the lock until the child has
+    // exec'd or exited: CLONE_VFORK), and `args`, which outlives the child's
+    // use of it for the same reason.
+    let (pid, clone_error) = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        let pid = libc::clone(
+            child_main,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw const args).cast_mut().cast(),
+        );
+        let clone_error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        (pid, clone_error)
+    };
+    drop(stack);
+    if pid < 0 {
+        return Err(clone_error);
+    }
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::ECHILD))?;
+    let error = args.error.load(Ordering::Acquire);
+    if error != 0 {
+        // The child has exited: reap it now; no one else knows of it.
+        while let Err(rustix::io::Errno::INTR) =
+            rustix::process::waitpid(Some(pid), WaitOptions::empty())
+        {}
+        return Err(io::Error::from_raw_os_error(error));
+    }
+    Ok(pid)
+}
+
+/// The child's last word: record `errno` for the parent, exit 127.
+fn fail(args: &ChildArgs<'_>, errno: i32) -> ! {
+    args.error.store(errno.max(1), Ordering::Release);
+    // SAFETY: `_exit` ends the child without running anything of the
+    // parent's (no atexit handlers, no buffers flushed).
+    unsafe { libc::_exit(127) }
+}
+
+fn errno() -> i32 {
+    // SAFETY: errno of this thread; a plain read.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Set `signal`'s action to `handler`; the previous one.
+///
+/// # Safety
+/// Only in the child, before exec: it changes the process's dispositions.
+unsafe fn set_action(signal: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: a zeroed sigaction with a handler constant is a valid
+    // argument; the previous action is written into `old`.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        let mut old: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        if libc::sigaction(signal, &raw const action, &raw mut old) != 0 {
+            return libc::SIG_DFL;
+        }
+        old.sa_sigaction
+    }
+}
+
+/// The child, between the clone and `execve`. It shares the parent's
+/// memory, so it only makes system calls, reads what the parent prepared,
+/// and writes only `args.error` and the `/bin/sh` slot of `args.argv`.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildArgs` the parent passed to `clone`, alive
+    // and unchanged while the parent is suspended (CLONE_VFORK).
+    let args = unsafe { &*arg.cast::<ChildArgs<'_>>() };
+    // SAFETY: this is the child process, before exec; every call below is
+    // a system call wrapper of the C library that allocates nothing and
+    // takes no lock (the calls glibc's posix_spawn child makes), on
+    // arguments prepared by the parent.
+    unsafe {
+        // Our handlers must not run here, on retry's memory, nor survive
+        // into the command; what the caller ignored stays ignored.
+        for signal in TERMINATING {
+            if set_action(signal, libc::SIG_DFL) == libc::SIG_IGN {
+                set_action(signal, libc::SIG_IGN);
+            }
+        }
+        set_action(libc::SIGCHLD, libc::SIG_DFL);
+        set_action(libc::SIGPIPE, libc::SIG_DFL);
+        if args.reset_ttin {
+            set_action(libc::SIGTTIN, libc::SIG_DFL);
+        }
+        if args.reset_ttou {
+            set_action(libc::SIGTTOU, libc::SIG_DFL);
+        }
+
+        if args.own_group && libc::setpgid(0, 0) != 0 {
+            fail(args, errno());
+        }
+
+        for (target, fd) in (0..).zip(args.stdio) {
+            let Some(fd) = fd else { continue };
+            let done = if fd == target {
+                // dup2 onto itself would leave close-on-exec set.
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, target)
+            };
+            if done < 0 {
+                fail(args, errno());
+            }
+        }
+
+        // If retry dies, even of SIGKILL, the attempt dies with it; if it
+        // died already, the request came too late: give up at once.
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != args.parent {
+            libc::_exit(125);
+        }
+
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
+
+        // The PATH search of execvp: a place where the program is not
+        // (or cannot be searched) moves on to the next; a place where it
+        // is but may not be run is remembered (EACCES wins over ENOENT at
+        // the end); any other failure ends the search.
+        let program_argv = args.argv.add(1).cast_const();
+        let mut error = libc::ENOENT;
+        let mut denied = false;
+        for candidate in args.candidates {
+            libc::execve(candidate.as_ptr(), program_argv, args.envp);
+            error = errno();
+            match error {
+                libc::EACCES => denied = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+                libc::ENOEXEC => {
+                    // A script without `#!`: `/bin/sh SCRIPT ARGS...`
+                    // (slot 0 holds "/bin/sh").
+                    *args.argv.add(1) = candidate.as_ptr();
+                    libc::execve(
+                        args.argv.cast_const().read(),
+                        args.argv.cast_const(),
+                        args.envp,
+                    );
+                    fail(args, errno());
+                }
+                _ => fail(args, error),
+            }
+        }
+        fail(args, if denied { libc::EACCES } else { error })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn os(s: &str) -> &OsStr {
+        OsStr::new(s)
+    }
+
+    fn strings(found: Vec<Vec<u8>>) -> Vec<String> {
+        found
+            .into_iter()
+            .map(|c| String::from_utf8(c).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_name_is_looked_for_in_each_place_of_path_in_order() {
+        assert_eq!(
+            strings(candidates(os("cmd"), Some(os("/a:/b/::rel")))),
+            ["/a/cmd", "/b/cmd", "cmd", "rel/cmd"]
+        );
+        assert_eq!(
+            strings(candidates(os("cmd"), None)),
+            ["/bin/cmd", "/usr/bin/cmd"]
+        );
+    }
+
+    #[test]
+    fn a_path_is_taken_as_it_is_and_an_empty_name_is_nowhere() {
+        assert_eq!(
+            strings(candidates(os("./x/cmd"), Some(os("/a")))),
+            ["./x/cmd"]
+        );
+        assert!(candidates(os(""), Some(os("/a"))).is_empty());
+    }
+
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir()
+                .join(format!("retry-spawn-test-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn file(&self, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
+            let path = self.0.join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            path
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Start `program` with `args` under `path`, stdout into `out`; its
+    /// exit code, or the spawn's errno.
+    fn run(
+        program: &OsStr,
+        args: &[&str],
+        path: Option<&OsStr>,
+        out: Option<&std::fs::File>,
+    ) -> Result<i32, i32> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let env = [("RETRY_SPAWN_TEST", OsString::from("set"))];
+        let request = Request {
+            program,
+            args: &args,
+            env: &env,
+            stdio: [None, out.map(std::os::fd::AsFd::as_fd), None],
+            own_group: true,
+            reset_ttin: true,
+            reset_ttou: true,
+        };
+        let pid = start_in(&request, path).map_err(|err| err.raw_os_error().unwrap())?;
+        let (_, status) = rustix::process::waitpid(Some(pid), WaitOptions::empty())
+            .unwrap()
+            .unwrap();
+        Ok(status.exit_status().unwrap())
+    }
+
+    #[test]
+    fn exec_failures_come_back_as_their_errno() {
+        let dir = Scratch::new("errno");
+        let plain = dir.file("plain", "echo hi\n", 0o644);
+        let missing = dir.0.join("missing");
+        assert_eq!(run(missing.as_os_str(), &[], None, None), Err(libc::ENOENT));
+        assert_eq!(run(plain.as_os_str(), &[], None, None), Err(libc::EACCES));
+        assert_eq!(run(dir.0.as_os_str(), &[], None, None), Err(libc::EACCES));
+        assert_eq!(
+            run(
+                os("no-such-command-here"),
+                &[],
+                Some(dir.0.as_os_str()),
+                None
+            ),
+            Err(libc::ENOENT)
+        );
+        assert_eq!(run(os(""), &[], None, None), Err(libc::ENOENT));
+        let bad = dir.file("bad", "#!/nonexistent/interp\n", 0o755);
+        assert_eq!(run(bad.as_os_str(), &[], None, None), Err(libc::ENOENT));
+        let long = "x".repeat(200_000);
+        assert_eq!(
+            run(os("/bin/true"), &[long.as_str(); 20], None, None),
+            Err(libc::E2BIG)
+        );
+    }
+
+    #[test]
+    fn the_path_search_skips_places_without_the_program_and_prefers_a_runnable_one() {
+        let first = Scratch::new("first");
+        let second = Scratch::new("second");
+        // Present but not executable in the first place: execvp goes on.
+        first.file("tool", "#!/bin/sh\nexit 3\n", 0o644);
+        second.file("tool", "#!/bin/sh\nexit 4\n", 0o755);
+        let path = format!("/nonexistent:{}:{}", first.0.display(), second.0.display());
+        assert_eq!(run(os("tool"), &[], Some(os(&path)), None), Ok(4));
+        // Only the non-executable one: EACCES, not ENOENT.
+        let path = format!("/nonexistent:{}", first.0.display());
+        assert_eq!(
+            run(os("tool"), &[], Some(os(&path)), None),
+            Err(libc::EACCES)
+        );
+    }
+
+    #[test]
+    fn a_script_without_a_shebang_runs_under_bin_sh_with_its_arguments_and_environment() {
+        let dir = Scratch::new("script");
+        dir.file(
+            "plain",
+            "echo \"$0|$#|$1|$RETRY_SPAWN_TEST\"\nexit 5\n",
+            0o755,
+        );
+        let out_path = dir.0.join("out");
+        let out = std::fs::File::create(&out_path).unwrap();
+        let path = dir.0.as_os_str();
+        assert_eq!(run(os("plain"), &["one"], Some(path), Some(&out)), Ok(5));
+        let expected = format!("{}|1|one|set\n", dir.0.join("plain").display());
+        assert_eq!(std::fs::read_to_string(&out_path).unwrap(), expected);
+    }
+
+    #[test]
+    fn the_child_gets_its_own_group_default_signals_and_an_empty_mask() {
+        let dir = Scratch::new("status");
+        let out_path = dir.0.join("out");
+        let path = std::env::var_os("PATH");
+        let out = std::fs::File::create(&out_path).unwrap();
+        let script = "[ \"$(cut -d' ' -f5 /proc/$$/stat)\" = $$ ] && echo own-group";
+        assert_eq!(
+            run(os("sh"), &["-c", script], path.as_deref(), Some(&out)),
+            Ok(0)
+        );
+        assert!(
+            std::fs::read_to_string(&out_path)
+                .unwrap()
+                .contains("own-group")
+        );
+        // The masks are read by the spawned program itself: a shell reading
+        // its own /proc entry may catch itself blocking signals around a
+        // fork of its own.
+        let out = std::fs::File::create(&out_path).unwrap();
+        let masks = ["-E", "^Sig(Blk|Ign)", "/proc/self/status"];
+        assert_eq!(run(os("grep"), &masks, path.as_deref(), Some(&out)), Ok(0));
+        let text = std::fs::read_to_string(&out_path).unwrap();
+        assert!(text.contains("SigBlk:\t0000000000000000"), "{text}");
+        // PIPE (13) is not ignored, as the Rust runtime ignores it for us.
+        let ignored = text.lines().find(|l| l.starts_with("SigIgn")).unwrap();
+        let mask = u64::from_str_radix(ignored.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        assert_eq!(mask & (1 << (libc::SIGPIPE - 1)), 0, "{text}");
+    }
+}

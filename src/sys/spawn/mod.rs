@@ -1,0 +1,51 @@
+//! Starting an attempt's program: one request, two ways.
+//!
+//! - `portable`: `std::process::Command` with `process_group` and one
+//!   `pre_exec` step (dispositions, the parent-death signal where the system
+//!   has one, an empty mask). Every system, and Linux with
+//!   `--cfg retry_posix`.
+//! - `clone` (Linux): a `clone(CLONE_VM | CLONE_VFORK)` child that shares
+//!   retry's memory until its `execve`, as glibc's `posix_spawn` makes it.
+//!   Any `pre_exec` step makes `Command` `fork`, which copies retry's page
+//!   tables and makes every page copy-on-write until the child execs: 50
+//!   failing attempts took 1.45x a shell loop that way against 1.08x with
+//!   the clone (BENCHMARKS.md, "One portable spawn"), over the 1.10x that
+//!   retry holds itself to. Linux keeps the faster path, fenced here; the
+//!   portable one is tested on Linux by the `retry_posix` build.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::BorrowedFd;
+
+use rustix::process::Pid;
+
+#[cfg(all(target_os = "linux", not(retry_posix)))]
+mod clone;
+#[cfg_attr(all(target_os = "linux", not(retry_posix)), allow(dead_code))]
+mod portable;
+
+/// One program to start.
+pub(crate) struct Request<'a> {
+    /// As given: a name to look for in retry's PATH, or a path (it has a
+    /// `/`).
+    pub(crate) program: &'a OsStr,
+    /// The arguments after `argv[0]` (which is `program`).
+    pub(crate) args: &'a [OsString],
+    /// Added to (or replacing in) retry's own environment.
+    pub(crate) env: &'a [(&'static str, OsString)],
+    /// Descriptors to put at 0, 1 and 2; `None` leaves retry's own there.
+    pub(crate) stdio: [Option<BorrowedFd<'a>>; 3],
+    pub(crate) own_group: bool,
+    /// Give SIGTTIN and SIGTTOU their default action (retry ignores them;
+    /// `false` when the caller had already ignored them).
+    pub(crate) reset_ttin: bool,
+    pub(crate) reset_ttou: bool,
+}
+
+/// Start the program; its pid, or the errno of what failed.
+pub(crate) fn start(request: &Request<'_>) -> io::Result<Pid> {
+    #[cfg(all(target_os = "linux", not(retry_posix)))]
+    return clone::start(request);
+    #[cfg(not(all(target_os = "linux", not(retry_posix))))]
+    portable::start(request)
+}
