@@ -22,8 +22,16 @@ use rustix::process::{Pid, Signal};
 pub(crate) struct ProcInfo {
     pub(crate) pid: i32,
     pub(crate) parent: i32,
+    /// Its process group.
+    pub(crate) group: i32,
     pub(crate) start: u64,
 }
+
+/// Whether this build adopts what an attempt orphans ([`adopt_orphans`]).
+pub(crate) const ADOPTS_ORPHANS: bool = cfg!(all(
+    any(target_os = "linux", target_os = "freebsd"),
+    not(retry_posix)
+));
 
 /// Process `pid`, if it exists and can be read.
 #[cfg(target_os = "linux")]
@@ -38,6 +46,7 @@ pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
     Some(ProcInfo {
         pid,
         parent: fields.get(1)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
     })
 }
@@ -80,6 +89,7 @@ pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
     Some(ProcInfo {
         pid,
         parent: info.pbi_ppid as i32,
+        group: info.pbi_pgid as i32,
         start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
     })
 }
@@ -144,6 +154,7 @@ fn from_kinfo(entry: &libc::kinfo_proc) -> ProcInfo {
     ProcInfo {
         pid: entry.ki_pid,
         parent: entry.ki_ppid,
+        group: entry.ki_pgid,
         start: entry.ki_start.tv_sec as u64 * 1_000_000 + entry.ki_start.tv_usec as u64,
     }
 }
