@@ -25,6 +25,19 @@ pub(crate) struct ProcInfo {
     /// Its process group.
     pub(crate) group: i32,
     pub(crate) start: u64,
+    /// Ended, and not yet reaped by its parent.
+    pub(crate) zombie: bool,
+}
+
+/// Whether process group `group` has a member that has not ended (zombies,
+/// which only their parent can reap, do not count). `None` when the
+/// process table cannot be read.
+pub(crate) fn group_has_live_members(group: i32) -> Option<bool> {
+    Some(
+        process_table()?
+            .iter()
+            .any(|p| p.group == group && !p.zombie),
+    )
 }
 
 /// Whether this build adopts what an attempt orphans ([`adopt_orphans`]).
@@ -48,6 +61,7 @@ pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
         parent: fields.get(1)?.parse().ok()?,
         group: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
+        zombie: fields.first() == Some(&"Z"),
     })
 }
 
@@ -90,6 +104,8 @@ pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
         pid,
         parent: info.pbi_ppid as i32,
         group: info.pbi_pgid as i32,
+        // SZOMB in xnu's bsd/sys/proc.h.
+        zombie: info.pbi_status == 5,
         start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
     })
 }
@@ -155,6 +171,7 @@ fn from_kinfo(entry: &libc::kinfo_proc) -> ProcInfo {
         pid: entry.ki_pid,
         parent: entry.ki_ppid,
         group: entry.ki_pgid,
+        zombie: entry.ki_stat == libc::SZOMB,
         start: entry.ki_start.tv_sec as u64 * 1_000_000 + entry.ki_start.tv_usec as u64,
     }
 }
