@@ -17,7 +17,7 @@
 
 use rustix::process::{Pid, Signal};
 
-use crate::sys::process::{self, ADOPTS_ORPHANS, ProcInfo};
+use crate::sys::process::{self, ProcInfo};
 
 fn all_processes() -> Vec<ProcInfo> {
     process::process_table().unwrap_or_default()
@@ -62,11 +62,10 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
     let child = child.map(|pid| pid.as_raw_nonzero().get());
     let processes = all_processes();
     // Without a subreaper (macOS, the portable build) an orphan goes to
-    // init: it is known as the attempt's only by staying in our group.
-    let group = rustix::process::getpgrp().as_raw_nonzero().get();
+    // init and is not found: our group is shared with the caller's other
+    // processes, so no other mark tells it apart (README, Platforms).
     let adopted = |p: &ProcInfo| {
-        let orphan = p.parent == us || (!ADOPTS_ORPHANS && p.group == group && p.pid != us);
-        orphan
+        p.parent == us
             && Some(p.pid) != child
             && p.start >= child_start
             && !before.iter().any(|b| b.pid == p.pid && b.start == p.start)

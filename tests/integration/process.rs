@@ -463,6 +463,10 @@ fn a_child_killed_by_sigint_ends_the_run_without_retrying() {
     assert_eq!(lines(dir.path(), "attempts"), 1);
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: no parent-death signal on macOS (README, Platforms)"
+)]
 #[test]
 fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
     let dir = scratch();
@@ -744,6 +748,10 @@ fn foreground_keeps_the_child_in_retrys_group_and_otherwise_it_leads_its_own() {
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (README, Platforms)"
+)]
 #[test]
 fn no_zombie_is_left_during_the_backoff() {
     let dir = scratch();
