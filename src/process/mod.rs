@@ -329,6 +329,14 @@ impl Running {
             if rustix::process::test_kill_process_group(self.pid).is_err() {
                 return false;
             }
+            // Without a subreaper an orphan's zombie waits for init, which
+            // may be slow to reap it: a group of zombies alone is empty.
+            if !crate::sys::process::ADOPTS_ORPHANS
+                && crate::sys::process::group_has_live_members(self.pid.as_raw_nonzero().get())
+                    == Some(false)
+            {
+                return false;
+            }
             if killing {
                 let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
             }

@@ -61,6 +61,9 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
     let us = rustix::process::getpid().as_raw_nonzero().get();
     let child = child.map(|pid| pid.as_raw_nonzero().get());
     let processes = all_processes();
+    // Without a subreaper (macOS, the portable build) an orphan goes to
+    // init and is not found: our group is shared with the caller's other
+    // processes, so no other mark tells it apart (README, Platforms).
     let adopted = |p: &ProcInfo| {
         p.parent == us
             && Some(p.pid) != child

@@ -342,6 +342,7 @@ fn plural_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::tmpfile::UNNAMED_FILES;
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
 
@@ -356,7 +357,7 @@ mod tests {
 
     #[test]
     fn both_ways_of_holding_replace_the_file_and_leave_nothing_else() {
-        for unnamed in [true, false] {
+        for unnamed in [true, false].into_iter().filter(|&u| !u || UNNAMED_FILES) {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("out");
             std::fs::write(&path, "old\n").unwrap();
@@ -401,8 +402,13 @@ mod tests {
         File::create(&other).unwrap().set_modified(old).unwrap();
 
         let _held = HeldStdout::output_with(&dir.path().join("out"), true).unwrap();
+        let mut found = listing(dir.path());
+        if !UNNAMED_FILES {
+            // The held file itself is a named one here.
+            found.retain(|name| !(name.starts_with(".retry-out-") && name.len() == 31));
+        }
         assert_eq!(
-            listing(dir.path()),
+            found,
             [
                 ".retry-out-fresh.tmp",
                 ".retry-out-live.tmp",

@@ -293,7 +293,10 @@ mod tests {
 
     #[test]
     fn both_ways_replace_the_file_and_leave_nothing_else() {
-        for unnamed in [true, false] {
+        for unnamed in [true, false]
+            .into_iter()
+            .filter(|&u| !u || crate::sys::tmpfile::UNNAMED_FILES)
+        {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("f");
             std::fs::write(&path, "old").unwrap();

@@ -22,8 +22,29 @@ use rustix::process::{Pid, Signal};
 pub(crate) struct ProcInfo {
     pub(crate) pid: i32,
     pub(crate) parent: i32,
+    /// Its process group.
+    pub(crate) group: i32,
     pub(crate) start: u64,
+    /// Ended, and not yet reaped by its parent.
+    pub(crate) zombie: bool,
 }
+
+/// Whether process group `group` has a member that has not ended (zombies,
+/// which only their parent can reap, do not count). `None` when the
+/// process table cannot be read.
+pub(crate) fn group_has_live_members(group: i32) -> Option<bool> {
+    Some(
+        process_table()?
+            .iter()
+            .any(|p| p.group == group && !p.zombie),
+    )
+}
+
+/// Whether this build adopts what an attempt orphans ([`adopt_orphans`]).
+pub(crate) const ADOPTS_ORPHANS: bool = cfg!(all(
+    any(target_os = "linux", target_os = "freebsd"),
+    not(retry_posix)
+));
 
 /// Process `pid`, if it exists and can be read.
 #[cfg(target_os = "linux")]
@@ -38,7 +59,9 @@ pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
     Some(ProcInfo {
         pid,
         parent: fields.get(1)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
+        zombie: fields.first() == Some(&"Z"),
     })
 }
 
@@ -80,6 +103,9 @@ pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
     Some(ProcInfo {
         pid,
         parent: info.pbi_ppid as i32,
+        group: info.pbi_pgid as i32,
+        // SZOMB in xnu's bsd/sys/proc.h.
+        zombie: info.pbi_status == 5,
         start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
     })
 }
@@ -144,6 +170,8 @@ fn from_kinfo(entry: &libc::kinfo_proc) -> ProcInfo {
     ProcInfo {
         pid: entry.ki_pid,
         parent: entry.ki_ppid,
+        group: entry.ki_pgid,
+        zombie: entry.ki_stat == libc::SZOMB,
         start: entry.ki_start.tv_sec as u64 * 1_000_000 + entry.ki_start.tv_usec as u64,
     }
 }

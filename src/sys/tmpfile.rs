@@ -8,6 +8,11 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 
 use rustix::io::Errno;
 
+/// Whether this build makes unnamed files at all (file systems may still
+/// refuse them: the callers fall back to named ones either way).
+#[cfg(test)]
+pub(crate) const UNNAMED_FILES: bool = cfg!(all(target_os = "linux", not(retry_posix)));
+
 /// How many fresh random names are tried before giving up on a directory
 /// (a collision of 64 random bits means something is wrong).
 pub(crate) const NAME_TRIES: usize = 16;

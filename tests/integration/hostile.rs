@@ -26,14 +26,12 @@ pub(crate) fn skip_unless_root(test: &str) -> bool {
 }
 
 pub(crate) fn mkfifo(path: &Path) {
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o666),
-        0,
-    )
-    .unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .args(["-m", "666"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
 }
 
 /// A directory like /tmp: world-writable with the sticky bit.
@@ -1146,6 +1144,10 @@ fn with_a_stalled_reader(
 /// Three megabytes on stdout, more than any pipe holds.
 const FLOOD: &str = "head -c 3000000 /dev/zero; sleep 1";
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux only: a stalled pipe is written through a private non-blocking reopen; elsewhere writes block (README, Platforms)"
+)]
 #[test]
 fn a_stalled_stdout_holds_retry_neither_past_a_signal_nor_past_max_time() {
     let second = Some(Duration::from_secs(1));
@@ -1170,6 +1172,10 @@ fn a_stalled_stdout_holds_retry_neither_past_a_signal_nor_past_max_time() {
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux only: a stalled pipe is written through a private non-blocking reopen; elsewhere writes block (README, Platforms)"
+)]
 #[test]
 fn a_stalled_stderr_holds_retry_neither_past_a_signal_nor_past_max_time() {
     let flood = "head -c 3000000 /dev/zero >&2; sleep 1";

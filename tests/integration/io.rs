@@ -964,6 +964,10 @@ fn output_file_keeps_its_old_content_when_the_run_fails() {
     assert_eq!(listing(dir.path()), ["out"]);
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux only: an unnamed file vanishes with a killed run; elsewhere the named one stays until the next run (README, Platforms)"
+)]
 #[test]
 fn output_file_survives_sigkill_of_retry_mid_attempt_and_no_temporary_file_is_left() {
     let (dir, out) = old_output();

@@ -71,6 +71,10 @@ fn timed_out_attempts_leave_no_background_grandchildren() {
     assert!(none_left(&a, Duration::from_secs(1)) && none_left(&b, Duration::from_secs(1)));
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
+)]
 #[test]
 fn in_retrys_group_a_timed_out_attempt_leaves_nothing_running_either() {
     // --foreground (a terminal's foreground): no group of its own to
@@ -102,6 +106,10 @@ fn in_retrys_group_a_timed_out_attempt_leaves_nothing_running_either() {
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
+)]
 #[test]
 fn in_retrys_group_a_failed_attempts_leftovers_are_ended_but_a_successes_are_not() {
     let dir = scratch();
@@ -175,6 +183,10 @@ fn in_retrys_group_a_service_of_an_earlier_success_is_spared_by_a_later_failure(
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
+)]
 #[test]
 fn in_retrys_group_a_command_whose_name_is_not_utf8_is_ended_with_what_it_started() {
     use std::os::unix::ffi::OsStrExt;
@@ -207,6 +219,10 @@ fn in_retrys_group_a_command_whose_name_is_not_utf8_is_ended_with_what_it_starte
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
+)]
 #[test]
 fn in_retrys_group_leftovers_that_ignore_sigterm_and_keep_forking_are_all_killed() {
     let spawned = marker();
@@ -463,6 +479,10 @@ fn a_child_killed_by_sigint_ends_the_run_without_retrying() {
     assert_eq!(lines(dir.path(), "attempts"), 1);
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: no parent-death signal on macOS (README, Platforms)"
+)]
 #[test]
 fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
     let dir = scratch();
@@ -744,6 +764,10 @@ fn foreground_keeps_the_child_in_retrys_group_and_otherwise_it_leads_its_own() {
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (README, Platforms)"
+)]
 #[test]
 fn no_zombie_is_left_during_the_backoff() {
     let dir = scratch();
