@@ -1,11 +1,15 @@
 //! The Debian package: `scripts/package --fast` packages this test run's own
 //! binary with cargo-deb, from the metadata in Cargo.toml (the same that the
-//! release package is made from), and `dpkg-deb` checks what it declares and
-//! what it would install. Takes about two seconds: no release build.
+//! release package is made from, in its `dynamic` variant: this binary is
+//! linked with glibc, so Depends is computed, where the release package,
+//! made from the static musl binary, has none), and `dpkg-deb` checks what it
+//! declares and what it would install, and lintian that it reports no error
+//! and no warning. Takes a few seconds: no release build.
 //!
 //! Needs cargo-deb, dpkg-deb and dpkg-shlibdeps (`scripts/test` installs
-//! them through `scripts/package --setup`). Without them the tests are
-//! skipped with a message, except under `CI=true`, where they fail.
+//! them through `scripts/package --setup`), and lintian (`scripts/test`
+//! installs it too). Without them the tests are skipped with a message,
+//! except under `CI=true`, where they fail.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,6 +47,16 @@ const FILES: &[(&str, &str, Option<&str>)] = &[
         Some("README.md"),
     ),
     ("usr/share/doc/retry-rs/copyright", "-rw-r--r--", None),
+    (
+        "usr/share/doc/retry-rs/changelog.Debian.gz",
+        "-rw-r--r--",
+        None,
+    ),
+    (
+        "usr/share/lintian/overrides/retry-rs",
+        "-rw-r--r--",
+        Some("debian/retry-rs.lintian-overrides"),
+    ),
 ];
 
 fn have(program: &str, args: &[&str]) -> bool {
@@ -96,6 +110,18 @@ fn package() -> Option<&'static Path> {
         Some(deb)
     })
     .as_deref()
+}
+
+/// Does the ELF file at `path` name a program interpreter (ld.so)? A static
+/// binary, static-pie included, does not.
+fn dynamically_linked(path: &Path) -> bool {
+    let out = Command::new("readelf")
+        .args(["--program-headers", "--wide"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "readelf {}", path.display());
+    String::from_utf8_lossy(&out.stdout).contains("INTERP")
 }
 
 fn dpkg_deb(args: &[&str], deb: &Path) -> String {
@@ -162,9 +188,16 @@ fn the_package_is_retry_rs_and_conflicts_with_and_replaces_debians_retry() {
     // tries there, a 3 s deadline here), so a package depending on it must
     // not be satisfied by this one.
     assert_eq!(field("Provides"), None);
-    // Computed by dpkg-shlibdeps from the binary ($auto).
+    // Computed by dpkg-shlibdeps from the binary ($auto, the `dynamic`
+    // variant): libc6 for a glibc build; nothing for a static one (the
+    // suite run with `--target x86_64-unknown-linux-musl`), as in the
+    // release package, where scripts/package drops the empty field.
     let depends = field("Depends").unwrap_or_default();
-    assert!(depends.starts_with("libc6 (>= "), "Depends: {depends}");
+    if dynamically_linked(Path::new(BIN)) {
+        assert!(depends.starts_with("libc6 (>= "), "Depends: {depends}");
+    } else {
+        assert!(depends.is_empty(), "Depends: {depends}");
+    }
     let description = field("Description").unwrap_or_default();
     let synopsis = description.lines().next().unwrap_or_default();
     assert!(
@@ -243,6 +276,15 @@ fn the_packaged_files_are_the_committed_ones_and_the_binary_runs() {
         copyright.contains(&format!("License: {}", env!("CARGO_PKG_LICENSE"))),
         "{copyright}"
     );
+    let changelog = Command::new("gzip")
+        .arg("-dc")
+        .arg(root.join("usr/share/doc/retry-rs/changelog.Debian.gz"))
+        .output()
+        .unwrap();
+    assert!(
+        changelog.stdout == std::fs::read(Path::new(ROOT).join("debian/changelog")).unwrap(),
+        "the packaged changelog differs from debian/changelog"
+    );
     let version = Command::new(root.join("usr/bin/retry"))
         .arg("--version")
         .output()
@@ -250,5 +292,42 @@ fn the_packaged_files_are_the_committed_ones_and_the_binary_runs() {
     assert_eq!(
         String::from_utf8_lossy(&version.stdout).trim(),
         format!("retry {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// lintian: no error (E:) and no warning (W:); informational tags (I:) and
+/// the two overridden ones (README: Debian and Ubuntu) are allowed.
+#[test]
+fn lintian_reports_no_error_and_no_warning() {
+    let Some(deb) = package() else { return };
+    if !have("lintian", &["--version"]) {
+        let message = "lintian is needed to check the package (scripts/test installs it)";
+        assert!(!std::env::var("CI").is_ok_and(|v| v == "true"), "{message}");
+        eprintln!("\n*** SKIPPED: {message} ***\n");
+        return;
+    }
+    let out = Command::new("lintian")
+        .args([
+            "--tag-display-limit",
+            "0",
+            "--info",
+            "--display-experimental",
+        ])
+        .arg(deb)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let bad: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("E: ") || l.starts_with("W: "))
+        .collect();
+    assert!(bad.is_empty(), "lintian:\n{report}");
+    // lintian ran and looked at this package (its exit status is 0 with
+    // only informational tags, 2 when it could not run).
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
