@@ -89,7 +89,8 @@ impl HintFile {
     /// without a hint file (empty, not unset, so that a variable inherited
     /// from an outer retry is not handed on: retry counts empty as unset).
     pub(crate) fn env_value(&self) -> OsString {
-        self.path().map_or_else(OsString::new, PathBuf::into_os_string)
+        self.path()
+            .map_or_else(OsString::new, PathBuf::into_os_string)
     }
 
     /// The hint's path; `None` for a run without a hint file.
@@ -137,7 +138,6 @@ impl HintFile {
             Err(Unreadable::Io(err)) => Err(format!("hint file: cannot read it ({err}), ignored")),
         }
     }
-
 }
 
 /// Whatever the attempt left at the hint's path.
