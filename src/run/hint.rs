@@ -3,7 +3,8 @@
 //! header in its output. This module owns the hint file (its place, its
 //! reading, its removal) and both parsers.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::outcome::Hint;
@@ -23,7 +24,9 @@ const MAX_QUOTED_CHARS: usize = 60;
 /// directory and whatever is in it go when the run ends, however it ends
 /// (short of SIGKILL).
 pub(crate) struct HintFile {
-    dir: PrivateDir,
+    /// `Err`: without `$TMPDIR`, no default place took the directory (an
+    /// empty root: no `/tmp`), and why; the run goes on without a hint file.
+    dir: Result<PrivateDir, String>,
     /// What an attempt left at the hint's path could not be removed (a
     /// directory tree deeper than the descriptors `remove_dir_all` may
     /// open, say): the next attempt gets a new directory, so its hint is
@@ -32,37 +35,67 @@ pub(crate) struct HintFile {
 }
 
 impl HintFile {
-    /// The hint file of a new run. Creating its directory can fail (an
-    /// unusable `$TMPDIR`): that is retry's own failure at set-up.
+    /// The hint file of a new run. Creating its directory in a `$TMPDIR` that is set can fail
+    /// (a stale one): that is retry's own failure at set-up, as `mktemp`
+    /// fails. Without `$TMPDIR`, a system with none of the default places
+    /// (a chroot holding only the binary and a shell) must still run the
+    /// command: it gets no hint file ([`HintFile::missing`] says why).
     pub(crate) fn for_run() -> anyhow::Result<HintFile> {
+        let dir = match PrivateDir::new("retry-") {
+            Ok(dir) => Ok(dir),
+            Err(err) if !tmpdir_is_set() => Err(format!("{err:#}")),
+            Err(err) => return Err(err),
+        };
         Ok(HintFile {
-            dir: PrivateDir::new("retry-")?,
+            dir,
             left_behind: false,
         })
+    }
+
+    /// For a run without a hint file, the warning to give once, before
+    /// its first attempt.
+    pub(crate) fn missing(&self) -> Option<String> {
+        let why = self.dir.as_ref().err()?;
+        Some(format!(
+            "no place for the hint file ({why}): RETRY_HINT_FILE is empty"
+        ))
     }
 
     /// Before an attempt: a new directory if the run's went away (see
     /// `PrivateDir::is_ours`), so the attempt's hint is not lost, nor
     /// written where another user took its name. `Err` says why none could
-    /// be made (the attempt then gets the old path).
+    /// be made (the attempt then gets the old path). A run without a hint
+    /// file stays without one (a warning said so at the start).
     pub(crate) fn prepare(&mut self) -> Result<(), String> {
-        if self.dir.is_ours() && !self.left_behind {
+        let Ok(old) = &self.dir else {
+            return Ok(());
+        };
+        if old.is_ours() && !self.left_behind {
             return Ok(());
         }
         let dir = PrivateDir::new("retry-").map_err(|err| {
             format!(
                 "hint file: the run's directory {} went away and no new one could be made: {err:#}",
-                self.dir.path().display()
+                old.path().display()
             )
         })?;
         // The old one is dropped: removed only if it is still this user's.
-        self.dir = dir;
+        self.dir = Ok(dir);
         self.left_behind = false;
         Ok(())
     }
 
-    pub(crate) fn path(&self) -> PathBuf {
-        self.dir.path().join("hint")
+    /// The value of `RETRY_HINT_FILE`: the hint's path, or empty for a run
+    /// without a hint file (empty, not unset, so that a variable inherited
+    /// from an outer retry is not handed on: retry counts empty as unset).
+    pub(crate) fn env_value(&self) -> OsString {
+        self.path()
+            .map_or_else(OsString::new, PathBuf::into_os_string)
+    }
+
+    /// The hint's path; `None` for a run without a hint file.
+    pub(crate) fn path(&self) -> Option<PathBuf> {
+        self.dir.as_ref().ok().map(|dir| dir.path().join("hint"))
     }
 
     /// Read the attempt's hint and remove the file, so the next attempt
@@ -70,18 +103,21 @@ impl HintFile {
     /// not a small regular file (a FIFO, a symlink, a device: never opened
     /// for reading, so nothing blocks), is an error message, of one line.
     pub(crate) fn take(&mut self) -> Result<Option<Hint>, String> {
-        if !self.dir.is_ours() {
+        let Ok(dir) = &self.dir else {
+            return Ok(None);
+        };
+        if !dir.is_ours() {
             // Whatever stands at its path now is not the run's: not read.
             return Err(format!(
                 "hint file: the run's directory {} went away during the attempt; a hint written there is lost",
-                self.dir.path().display()
+                dir.path().display()
             ));
         }
-        let path = self.path();
+        let path = dir.path().join("hint");
         let read = safe_fs::read_small_regular(&path, MAX_HINT_BYTES);
         // Nothing there (most attempts): nothing to remove either.
         if !matches!(read, Ok(None)) {
-            self.left_behind = self.remove().is_err();
+            self.left_behind = remove(&path).is_err();
         }
         let left_behind = if self.left_behind {
             "; it could not be removed, so the next attempt gets a new directory"
@@ -102,16 +138,21 @@ impl HintFile {
             Err(Unreadable::Io(err)) => Err(format!("hint file: cannot read it ({err}), ignored")),
         }
     }
+}
 
-    /// Whatever the attempt left at the hint's path.
-    fn remove(&self) -> std::io::Result<()> {
-        let path = self.path();
-        if let Ok(Some(Kind::Directory)) = safe_fs::kind_at(&path) {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        }
+/// Whatever the attempt left at the hint's path.
+fn remove(path: &Path) -> std::io::Result<()> {
+    if let Ok(Some(Kind::Directory)) = safe_fs::kind_at(path) {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
     }
+}
+
+/// Is `$TMPDIR` set, and not empty (empty counts as unset, as in
+/// `safe_fs`, whose places for the directory it decides)?
+fn tmpdir_is_set() -> bool {
+    std::env::var_os("TMPDIR").is_some_and(|value| !value.is_empty())
 }
 
 /// Parse the hint file's content: one word, `permanent`, `transient` or
@@ -193,24 +234,46 @@ mod tests {
     fn the_hint_file_lives_in_a_private_directory_removed_at_the_end() {
         use std::os::unix::fs::MetadataExt;
         let mut hint = HintFile::for_run().unwrap();
-        let dir = hint.path().parent().unwrap().to_path_buf();
-        assert!(hint.path().is_absolute());
+        assert_eq!(hint.missing(), None);
+        let path = hint.path().unwrap();
+        assert_eq!(hint.env_value(), path.as_os_str());
+        let dir = path.parent().unwrap().to_path_buf();
+        assert!(path.is_absolute());
         assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
-        std::fs::write(hint.path(), "permanent\n").unwrap();
+        std::fs::write(&path, "permanent\n").unwrap();
         assert_eq!(hint.take(), Ok(Some(Hint::Permanent)));
-        assert!(!hint.path().exists());
+        assert!(!path.exists());
         assert_eq!(hint.take(), Ok(None));
-        std::os::unix::fs::symlink("/dev/zero", hint.path()).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         assert_eq!(hint.take(), Err("hint file is a symlink, ignored".into()));
-        assert!(std::fs::symlink_metadata(hint.path()).is_err());
-        std::fs::create_dir(hint.path()).unwrap();
-        std::fs::write(hint.path().join("x"), "x").unwrap();
+        assert!(std::fs::symlink_metadata(&path).is_err());
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("x"), "x").unwrap();
         assert_eq!(hint.take(), Err("hint file is a directory, ignored".into()));
-        std::fs::write(hint.path(), vec![b' '; 4097]).unwrap();
+        std::fs::write(&path, vec![b' '; 4097]).unwrap();
         assert!(hint.take().unwrap_err().contains("too long"));
         std::fs::write(dir.join("other"), "x").unwrap();
         drop(hint);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_run_without_a_hint_file_has_an_empty_variable_and_no_hint() {
+        let mut hint = HintFile {
+            dir: Err("creating a private directory in /tmp: No such file or directory".into()),
+            left_behind: false,
+        };
+        assert_eq!(
+            hint.missing().as_deref(),
+            Some(
+                "no place for the hint file (creating a private directory in /tmp: No such file or directory): RETRY_HINT_FILE is empty"
+            )
+        );
+        assert_eq!(hint.path(), None);
+        assert_eq!(hint.env_value(), OsString::new());
+        assert_eq!(hint.prepare(), Ok(()));
+        assert_eq!(hint.take(), Ok(None));
+        assert_eq!(hint.prepare(), Ok(()));
     }
 
     #[test]

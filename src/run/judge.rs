@@ -141,6 +141,6 @@ pub(super) fn child_env(
             "RETRY_PREVIOUS_EXIT",
             previous.map(|c| c.to_string()).unwrap_or_default().into(),
         ),
-        ("RETRY_HINT_FILE", hint.path().into_os_string()),
+        ("RETRY_HINT_FILE", hint.env_value()),
     ]
 }

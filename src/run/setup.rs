@@ -83,7 +83,8 @@ impl<'a> Run<'a> {
     }
 
     /// Before the first attempt: the run's deadline to the reporter, the
-    /// policy (`-v`), the configuration's warnings, a nested retry.
+    /// policy (`-v`), the configuration's warnings, a run without a hint
+    /// file, a nested retry.
     pub(super) fn announce(&self, reporter: &mut Reporter) {
         let config = self.setup.config;
         reporter.set_deadline(self.setup.limits.deadline);
@@ -101,6 +102,9 @@ impl<'a> Run<'a> {
         }
         for warning in &config.warnings {
             reporter.warning("policy", warning);
+        }
+        if let Some(warning) = self.files.hint.missing() {
+            reporter.warning("hint", &warning);
         }
         if let Some(warning) = nested_warning(config.attempts) {
             reporter.warning("nested", &warning);

@@ -519,6 +519,89 @@ fn a_run_directory_removed_during_the_run_is_made_again() {
     }
 }
 
+/// `retry ARGS` as root in a mount namespace of its own where `/tmp` and
+/// `/dev/shm` take nothing (read-only, 1 KiB), without `XDG_RUNTIME_DIR`,
+/// with `TMPDIR` as given, and with an outer retry's `RETRY_HINT_FILE`;
+/// `None` where no such namespace can be made.
+fn in_a_root_without_tmp(tmpdir: Option<&str>, args: &[&str]) -> Option<std::process::Output> {
+    let script = "mount -t tmpfs -o ro,size=1k retry-test /tmp \
+        && mount -t tmpfs -o ro,size=1k retry-test /dev/shm || exit 1; \
+        echo namespaced; exec \"$@\"";
+    let mut command = std::process::Command::new("unshare");
+    command
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(BIN)
+        .args(args)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("RETRY_HINT_FILE", "/outer-retry/hint")
+        .stdin(std::process::Stdio::null());
+    match tmpdir {
+        Some(value) => command.env("TMPDIR", value),
+        None => command.env_remove("TMPDIR"),
+    };
+    let mut out = command.output().ok()?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rest = stdout.strip_prefix("namespaced\n")?;
+    out.stdout = rest.as_bytes().to_vec();
+    Some(out)
+}
+
+#[test]
+fn without_tmpdir_and_any_place_for_the_hint_file_the_command_still_runs() {
+    if skip_unless_root("without_tmpdir_and_any_place_for_the_hint_file_the_command_still_runs") {
+        return;
+    }
+    // An empty root (only the binary and a static /bin/sh) has no /tmp:
+    // every run exited 125 before running anything.
+    let body = "test -z \"$RETRY_HINT_FILE\" && echo ran";
+    let Some(out) = in_a_root_without_tmp(None, &["-n", "2", "-d", "1ms", "--", "sh", "-c", body])
+    else {
+        eprintln!("skipped: no mount namespace (unshare)");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{stderr}");
+    let warning =
+        "retry: warning: no place for the hint file (creating a private directory in /tmp: ";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(stderr.contains("): RETRY_HINT_FILE is empty"), "{stderr}");
+    // Said once for the run, not once per attempt; nor is a hint file
+    // made for a later attempt.
+    let body = "test -z \"$RETRY_HINT_FILE\" && echo ran $RETRY_ATTEMPT && test $RETRY_ATTEMPT = 2";
+    let out =
+        in_a_root_without_tmp(None, &["-n", "2", "-d", "1ms", "--", "sh", "-c", body]).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ran 1\nran 2\n",
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("no place for the hint file").count(),
+        1,
+        "{stderr}"
+    );
+    // A TMPDIR that is set decides, as before: unusable, nothing runs.
+    let out = in_a_root_without_tmp(Some("/tmp"), &["--", "echo", "ran"]).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "{stderr}");
+    assert!(
+        stderr.contains("setting up the hint file: creating a private directory in /tmp ($TMPDIR)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn dev_shm_is_for_roots_runs_only() {
     if skip_unless_root("dev_shm_is_for_roots_runs_only") {
