@@ -94,7 +94,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_HINT_FILE",
-        "Given to the child: a path in a private directory of the run that the attempt may write one word to, which decides over every rule except what is decided first (a success, a timeout, a death by SIGINT, SIGQUIT or SIGPIPE): 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap; a request longer than --max-retry-after is not obeyed, with a warning). Only a regular file of at most 4 KiB is read, after the attempt; it is removed before the next.",
+        "Given to the child: a path in a private directory of the run that the attempt may write one word to, which decides over every rule except what is decided first (a success, a timeout, a death by SIGINT, SIGQUIT or SIGPIPE): 'permanent' (stop now), 'transient' (retry), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap; a request longer than --max-retry-after is not obeyed, with a warning). Only a regular file of at most 4 KiB is read, after the attempt; it is removed before the next. Empty (no hint file, with a warning) only where no private directory can be made at all: no $TMPDIR and no usable place (an empty root without /tmp).",
     ),
     (
         "RETRY_EXIT",
