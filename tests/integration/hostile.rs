@@ -524,9 +524,11 @@ fn a_run_directory_removed_during_the_run_is_made_again() {
 /// with `TMPDIR` as given, and with an outer retry's `RETRY_HINT_FILE`;
 /// `None` where no such namespace can be made.
 fn in_a_root_without_tmp(tmpdir: Option<&str>, args: &[&str]) -> Option<std::process::Output> {
-    let script = "mount -t tmpfs -o ro,size=1k retry-test /tmp \
+    // The binary is copied out first: the checkout itself may be under /tmp.
+    let script = "mount -t tmpfs -o size=512m retry-bin /mnt && cp \"$1\" /mnt/retry && shift \
+        && mount -t tmpfs -o ro,size=1k retry-test /tmp \
         && mount -t tmpfs -o ro,size=1k retry-test /dev/shm || exit 1; \
-        echo namespaced; exec \"$@\"";
+        echo namespaced; exec /mnt/retry \"$@\"";
     let mut command = std::process::Command::new("unshare");
     command
         .args([
