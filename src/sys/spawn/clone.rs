@@ -42,7 +42,6 @@ use std::sync::{Mutex, OnceLock};
 use rustix::process::{Pid, WaitOptions};
 
 use super::Request;
-use crate::sys::signal::TERMINATING;
 
 /// What `execvp` searches when there is no PATH at all.
 const DEFAULT_PATH: &str = "/bin:/usr/bin";
@@ -310,24 +309,6 @@ fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
-/// Set `signal`'s action to `handler`; the previous one.
-///
-/// # Safety
-/// Only in the child, before exec: it changes the process's dispositions.
-unsafe fn set_action(signal: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
-    // SAFETY: a zeroed sigaction with a handler constant is a valid
-    // argument; the previous action is written into `old`.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        let mut old: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = handler;
-        if libc::sigaction(signal, &raw const action, &raw mut old) != 0 {
-            return libc::SIG_DFL;
-        }
-        old.sa_sigaction
-    }
-}
-
 /// The child, between the clone and `execve`. It shares the parent's
 /// memory, so it only makes system calls, reads what the parent prepared,
 /// and writes only `args.error` and the `/bin/sh` slot of `args.argv`.
@@ -340,21 +321,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // takes no lock (the calls glibc's posix_spawn child makes), on
     // arguments prepared by the parent.
     unsafe {
-        // Our handlers must not run here, on retry's memory, nor survive
-        // into the command; what the caller ignored stays ignored.
-        for signal in TERMINATING {
-            if set_action(signal, libc::SIG_DFL) == libc::SIG_IGN {
-                set_action(signal, libc::SIG_IGN);
-            }
-        }
-        set_action(libc::SIGCHLD, libc::SIG_DFL);
-        set_action(libc::SIGPIPE, libc::SIG_DFL);
-        if args.reset_ttin {
-            set_action(libc::SIGTTIN, libc::SIG_DFL);
-        }
-        if args.reset_ttou {
-            set_action(libc::SIGTTOU, libc::SIG_DFL);
-        }
+        // Our handlers must not run here, on retry's memory.
+        super::child_dispositions(args.reset_ttin, args.reset_ttou);
 
         if args.own_group && libc::setpgid(0, 0) != 0 {
             fail(args, errno());

@@ -19,6 +19,8 @@ use std::os::fd::BorrowedFd;
 
 use rustix::process::Pid;
 
+use crate::sys::signal::TERMINATING;
+
 #[cfg(all(target_os = "linux", not(retry_posix)))]
 mod clone;
 #[cfg_attr(all(target_os = "linux", not(retry_posix)), allow(dead_code))]
@@ -52,4 +54,43 @@ pub(crate) fn start(request: &Request<'_>) -> io::Result<Pid> {
     return clone::start(request);
     #[cfg(not(all(target_os = "linux", not(retry_posix))))]
     portable::start(request)
+}
+
+/// The child's dispositions, between fork (or clone) and exec: the signals
+/// retry handles get their default action back (retry's handlers must not
+/// survive into the command), unless the caller ignored them, which stay
+/// ignored; SIGCHLD and SIGPIPE their default; SIGTTIN and SIGTTOU, which
+/// retry ignores for itself, their default unless the caller ignored them.
+/// Only `sigaction` calls on the stack: async-signal-safe, no allocation.
+fn child_dispositions(reset_ttin: bool, reset_ttou: bool) {
+    for signal in TERMINATING {
+        if set_action(signal, libc::SIG_DFL) == libc::SIG_IGN {
+            set_action(signal, libc::SIG_IGN);
+        }
+    }
+    set_action(libc::SIGCHLD, libc::SIG_DFL);
+    set_action(libc::SIGPIPE, libc::SIG_DFL);
+    if reset_ttin {
+        set_action(libc::SIGTTIN, libc::SIG_DFL);
+    }
+    if reset_ttou {
+        set_action(libc::SIGTTOU, libc::SIG_DFL);
+    }
+}
+
+/// Set `signal`'s action to `handler`; the previous one. Only for the child
+/// (`child_dispositions`): it changes the dispositions of the whole process.
+fn set_action(signal: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: a zeroed sigaction holding a handler constant (SIG_DFL or
+    // SIG_IGN, no function) is a valid argument; the previous action is
+    // written into `old`.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        let mut old: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = handler;
+        if libc::sigaction(signal, &raw const action, &raw mut old) != 0 {
+            return libc::SIG_DFL;
+        }
+        old.sa_sigaction
+    }
 }

@@ -41,7 +41,6 @@ use std::process::{Command, Stdio};
 use rustix::process::Pid;
 
 use super::Request;
-use crate::sys::signal::TERMINATING;
 
 /// Start the program; its pid, or the errno of what failed.
 pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
@@ -103,21 +102,7 @@ struct ChildSteps {
 /// async-signal-safe system calls: the process may have other threads,
 /// whose locks the child's copy of memory holds.
 fn child_steps(steps: &ChildSteps) {
-    // Our handlers must not run here nor survive into the command; what
-    // the caller ignored stays ignored.
-    for signal in TERMINATING {
-        if set_action(signal, libc::SIG_DFL) == libc::SIG_IGN {
-            set_action(signal, libc::SIG_IGN);
-        }
-    }
-    set_action(libc::SIGCHLD, libc::SIG_DFL);
-    set_action(libc::SIGPIPE, libc::SIG_DFL);
-    if steps.reset_ttin {
-        set_action(libc::SIGTTIN, libc::SIG_DFL);
-    }
-    if steps.reset_ttou {
-        set_action(libc::SIGTTOU, libc::SIG_DFL);
-    }
+    super::child_dispositions(steps.reset_ttin, steps.reset_ttou);
 
     // If retry dies, even of SIGKILL, the attempt dies with it; if it died
     // already, the request came too late: give up at once.
@@ -164,22 +149,5 @@ fn set_mask(set: &libc::sigset_t) -> libc::sigset_t {
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_SETMASK, set, &raw mut old);
         old
-    }
-}
-
-/// Set `signal`'s action to `handler`; the previous one. Only for the child
-/// (`child_steps`): it changes the dispositions of the whole process.
-fn set_action(signal: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
-    // SAFETY: a zeroed sigaction holding a handler constant (SIG_DFL or
-    // SIG_IGN, no function) is a valid argument; the previous action is
-    // written into `old`.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        let mut old: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = handler;
-        if libc::sigaction(signal, &raw const action, &raw mut old) != 0 {
-            return libc::SIG_DFL;
-        }
-        old.sa_sigaction
     }
 }
