@@ -194,6 +194,17 @@ pub(crate) fn planted_by_another_user(dir_mode: u32, dir_owner: u32, owner: u32)
         && owner != dir_owner
 }
 
+/// The names in `dir`, sorted (tests look at what a writer left behind).
+#[cfg(test)]
+pub(crate) fn sorted_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

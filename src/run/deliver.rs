@@ -342,18 +342,10 @@ fn plural_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::safe_fs::sorted_names as listing;
     use crate::sys::tmpfile::UNNAMED_FILES;
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
-
-    fn listing(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
 
     #[test]
     fn both_ways_of_holding_replace_the_file_and_leave_nothing_else() {

@@ -261,17 +261,9 @@ fn sync_dir(dir: BorrowedFd<'_>) -> rustix::io::Result<()> {
 mod tests {
     use super::*;
     use crate::safe_fs::open_directory;
+    use crate::safe_fs::sorted_names as listing;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::path::Path;
-
-    fn listing(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
 
     fn options(mode: NewMode, unnamed: bool) -> Options {
         Options {

@@ -410,6 +410,7 @@ mod tests {
     use super::*;
     use crate::circuit::breaker::{CircuitState, Phase};
     use crate::circuit::{CIRCUIT, CircuitStore};
+    use crate::safe_fs::sorted_names as names_in;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     const SECOND: Duration = Duration::from_secs(1);
@@ -418,15 +419,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         dir
-    }
-
-    fn names_in(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
     }
 
     #[test]
