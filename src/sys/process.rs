@@ -216,13 +216,12 @@ pub(crate) fn signal_if_same(pid: i32, start: u64, signal: Signal) {
     }
 }
 
-/// Become the reaper of what our children orphan, where the system can.
-/// Returns whether it did.
-pub(crate) fn adopt_orphans() -> bool {
+/// Become the reaper of what our children orphan, where the system can
+/// ([`ADOPTS_ORPHANS`]; elsewhere they go to init). A refusal (an old
+/// kernel) leaves orphans to init too: nothing else changes.
+pub(crate) fn adopt_orphans() {
     #[cfg(all(target_os = "linux", not(retry_posix)))]
-    return rustix::process::set_child_subreaper(Some(rustix::process::getpid())).is_ok();
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     #[cfg(all(target_os = "freebsd", not(retry_posix)))]
-    return rustix::process::set_reaper_status(true).is_ok();
-    #[cfg(not(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix))))]
-    false
+    let _ = rustix::process::set_reaper_status(true);
 }
