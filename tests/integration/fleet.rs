@@ -949,6 +949,13 @@ fn a_bad_state_ca_is_a_usage_error_naming_the_flag_or_the_variable() {
     let not_pem = work.path().join("not.pem");
     std::fs::write(&not_pem, "not a certificate\n").unwrap();
     let not_pem = not_pem.to_str().unwrap();
+    let empty = work.path().join("empty.pem");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.to_str().unwrap();
+    // A FIFO nobody writes to: refused at once, not waited on for ever.
+    let fifo = work.path().join("fifo.pem");
+    crate::hostile::mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
     let missing = "/nonexistent/retry-test/ca.pem";
     let rediss = "rediss://127.0.0.1:1/0";
     let refused = |out: std::process::Output, prefix: &str| {
@@ -975,8 +982,10 @@ fn a_bad_state_ca_is_a_usage_error_naming_the_flag_or_the_variable() {
         &format!("retry: error: --state-ca {missing}: cannot read it ("),
     );
     for (file, why) in [
-        ("/", "cannot read it ("),
-        ("/dev/null", "no certificate in it"),
+        ("/", "cannot read it (a directory, not a regular file)"),
+        ("/dev/null", "cannot read it (a device, not a regular file)"),
+        (fifo, "cannot read it (a FIFO, not a regular file)"),
+        (empty, "no certificate in it"),
         (not_pem, "no certificate in it"),
     ] {
         refused(

@@ -22,16 +22,36 @@ use rustls::pki_types::pem::PemObject;
 pub(crate) type Certificate = CertificateDer<'static>;
 
 /// The most a CA file may hold: far more than any bundle (Debian's whole
-/// system bundle is about 220 KB), and a bound on what `--state-ca
-/// /dev/zero` reads.
+/// system bundle is about 220 KB).
 const MAX_CA_BYTES: u64 = 16 << 20;
+
+/// `path` opened for reading, followed through symlinks (CA bundles are
+/// often links), when it is a regular file. Opened without blocking, so a
+/// FIFO with no writer cannot hold retry before anything runs.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    let mode = crate::sys::fs::mode_bits(rustix::fs::fstat(&fd)?.st_mode);
+    let kind = crate::safe_fs::Kind::of_mode(mode);
+    if kind != crate::safe_fs::Kind::Regular {
+        return Err(std::io::Error::other(format!(
+            "{}, not a regular file",
+            kind.described()
+        )));
+    }
+    Ok(std::fs::File::from(fd))
+}
 
 /// The certificates of the PEM file at `path`, each usable as a trust
 /// anchor. The error says why not in a few words (the caller names the
 /// flag or variable and the file).
 pub(crate) fn read_ca(path: &Path) -> Result<Vec<Certificate>, String> {
     let mut pem = Vec::new();
-    std::fs::File::open(path)
+    open_regular(path)
         .and_then(|file| file.take(MAX_CA_BYTES + 1).read_to_end(&mut pem))
         .map_err(|err| format!("cannot read it ({err})"))?;
     if pem.len() as u64 > MAX_CA_BYTES {
