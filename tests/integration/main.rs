@@ -19,6 +19,7 @@ mod messages;
 mod package;
 mod patterns;
 mod presets;
+mod presets_network;
 mod process;
 mod release;
 mod shipping;
