@@ -78,6 +78,12 @@ pub(crate) struct Config {
     pub(crate) budget: Option<BudgetConfig>,
     /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`.
     pub(crate) hooks: Hooks,
+    /// What the preset choice did besides the rules, for `-v` and
+    /// `--explain`: why a wrapped command got none, the command's locale.
+    pub(crate) preset_notes: Vec<String>,
+    /// Set for the command when a preset's patterns read its output: its
+    /// messages in the C locale (see `presets::locale`).
+    pub(crate) child_locale: Vec<(&'static str, OsString)>,
 }
 
 /// Hooks and the run's shape beyond the backoff (the success conditions
@@ -238,6 +244,8 @@ impl Config {
             || preset_mode.is_some());
         // User presets files ignored (not ours to use): warnings of the run.
         let mut preset_notes = Vec::new();
+        let mut said_of_presets = Vec::new();
+        let mut child_locale = Vec::new();
         if resolving {
             if cli.command.is_empty() && !cli.explain {
                 return Err(UsageError(
@@ -251,7 +259,7 @@ impl Config {
             };
             let chosen = presets::choose_noting(
                 &request,
-                cli.command.first().map(OsString::as_os_str),
+                &cli.command,
                 &Sources::from_env(),
                 &mut preset_notes,
             )
@@ -259,6 +267,17 @@ impl Config {
             if let Some(chosen) = chosen {
                 sets.push(presets::rule_set(&chosen, &mut compiler).map_err(UsageError)?);
                 retry_after |= chosen.preset.retry_after;
+                if !chosen.preset.output.is_empty()
+                    && let Some(locale) =
+                        presets::locale::messages_in_c(&|name| std::env::var_os(name))
+                {
+                    child_locale = locale.vars;
+                    said_of_presets.push(locale.said);
+                }
+            } else if request == Request::Auto
+                && let Some(why) = presets::why_none(&cli.command)
+            {
+                said_of_presets.push(why);
             }
         }
         let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
@@ -391,6 +410,10 @@ impl Config {
         });
 
         let mut warnings = preset_notes;
+        // curl without -f: an HTTP error is a success (said once, at start).
+        if mode == Mode::Run {
+            warnings.extend(presets::advice::at_start(&rules, &cli.command));
+        }
         if cli.delay > cli.cap {
             warnings.push(format!(
                 "--delay {} is longer than --cap {}: the cap wins, every sleep is at most {}",
@@ -434,6 +457,8 @@ impl Config {
             circuit,
             budget,
             hooks,
+            preset_notes: said_of_presets,
+            child_locale,
         })
     }
 }

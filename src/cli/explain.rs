@@ -364,5 +364,9 @@ pub(crate) fn render(config: &Config) -> String {
     }
     let _ = writeln!(out);
     out.push_str(&rules_text(&config.rules));
+    // Why a wrapped command has no preset; the command's locale.
+    for note in &config.preset_notes {
+        let _ = writeln!(out, "  {note}");
+    }
     out
 }

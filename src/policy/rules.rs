@@ -21,6 +21,9 @@ pub(crate) enum RuleSource {
         origin: String,
         /// Chosen from the command's file name, not by `--preset NAME`.
         automatic: bool,
+        /// How the command was found when a wrapper runs it or its name
+        /// carries a version: `apt-get, run by sudo`.
+        through: Option<String>,
     },
 }
 
@@ -32,6 +35,7 @@ impl RuleSource {
             name: name.to_string(),
             origin: "built-in".to_string(),
             automatic: false,
+            through: None,
         }
     }
 
@@ -43,11 +47,16 @@ impl RuleSource {
             name,
             origin,
             automatic,
+            through,
         } = self
         else {
             return None;
         };
-        Some(if *automatic {
+        Some(if let (true, Some(through)) = (automatic, through) {
+            format!(
+                "preset {name} from {origin}, chosen from the command {through} (--preset none turns it off)"
+            )
+        } else if *automatic {
             format!(
                 "preset {name} from {origin}, chosen from the command name (--preset none turns it off)"
             )

@@ -19,9 +19,11 @@
 
 pub(crate) mod advice;
 mod builtin;
+pub(crate) mod locale;
 pub(crate) mod schema;
+pub(crate) mod wrapped;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -255,6 +257,9 @@ pub(crate) struct Chosen {
     pub(crate) preset: Preset,
     /// By the command's file name, not by `--preset NAME`.
     pub(crate) automatic: bool,
+    /// How the command was found when it is not the plain first word:
+    /// `apt-get, run by sudo`, `pip3.11, read as pip`.
+    pub(crate) through: Option<String>,
 }
 
 /// Every preset's name, for a message.
@@ -272,20 +277,20 @@ fn known_names(layers: &[Layer]) -> String {
 }
 
 /// The preset for a run: the one `--preset NAME` names, or the one the
-/// command's file name chooses. Errors are usage errors (a malformed user
-/// file, an unknown name).
+/// command's file name chooses (looking through wrappers: `sudo apt-get`).
+/// Errors are usage errors (a malformed user file, an unknown name).
 pub(crate) fn choose(
     request: &Request,
-    program: Option<&OsStr>,
+    command: &[OsString],
     sources: &Sources,
 ) -> Result<Option<Chosen>, String> {
-    choose_noting(request, program, sources, &mut Vec::new())
+    choose_noting(request, command, sources, &mut Vec::new())
 }
 
 /// [`choose`], saying in `notes` which user files were ignored.
 pub(crate) fn choose_noting(
     request: &Request,
-    program: Option<&OsStr>,
+    command: &[OsString],
     sources: &Sources,
     notes: &mut Vec<String>,
 ) -> Result<Option<Chosen>, String> {
@@ -317,44 +322,85 @@ pub(crate) fn choose_noting(
             Ok(Some(Chosen {
                 preset,
                 automatic: false,
+                through: None,
             }))
         }
         Request::Auto => {
-            let Some(command) = program
+            let claimed = |name: &str| claims(&layers, name).is_some();
+            let wrapped::Target::Command { start, via } = wrapped::target(command, &claimed) else {
+                return Ok(None);
+            };
+            let Some(name) = command
+                .get(start)
                 .and_then(|program| Path::new(program).file_name())
                 .and_then(OsStr::to_str)
             else {
                 return Ok(None);
             };
-            // A later layer's claim wins.
-            if let Some(preset) = layers
-                .iter()
-                .rev()
-                .flat_map(|layer| &layer.presets)
-                .find(|preset| preset.commands.iter().any(|c| c == command))
-            {
-                return Ok(Some(Chosen {
-                    preset: preset.clone(),
-                    automatic: true,
-                }));
-            }
-            let Some(entry) = builtin::by_command(command) else {
-                return Ok(None);
+            let unversioned = wrapped::unversioned(name);
+            let mut through = (!via.is_empty()).then(|| wrapped::described(command, start, &via));
+            let claim = if let Some(claim) = claims(&layers, name) {
+                claim
+            } else {
+                let Some(claim) = claims(&layers, unversioned) else {
+                    return Ok(None);
+                };
+                let text = through.get_or_insert_with(|| name.to_string());
+                text.push_str(&format!(", read as {unversioned}"));
+                claim
             };
-            // A user preset of the same name replaced the built-in whole,
-            // and does not claim this command.
-            if layers
-                .iter()
-                .flat_map(|layer| &layer.presets)
-                .any(|preset| preset.name == entry.name)
-            {
-                return Ok(None);
-            }
+            let preset = match claim {
+                Claim::User(preset) => preset.clone(),
+                Claim::Builtin(entry) => load_builtin(entry),
+            };
             Ok(Some(Chosen {
-                preset: load_builtin(entry),
+                preset,
                 automatic: true,
+                through,
             }))
         }
+    }
+}
+
+/// Who claims a command's file name.
+enum Claim<'a> {
+    User(&'a Preset),
+    Builtin(&'static builtin::Entry),
+}
+
+/// The preset a command's file name chooses, found without parsing any
+/// built-in file: a later layer's claim wins; a built-in that a user
+/// preset of its name replaced claims nothing.
+fn claims<'a>(layers: &'a [Layer], command: &str) -> Option<Claim<'a>> {
+    if let Some(preset) = layers
+        .iter()
+        .rev()
+        .flat_map(|layer| &layer.presets)
+        .find(|preset| preset.commands.iter().any(|c| c == command))
+    {
+        return Some(Claim::User(preset));
+    }
+    let entry = builtin::by_command(command)?;
+    let replaced = layers
+        .iter()
+        .flat_map(|layer| &layer.presets)
+        .any(|preset| preset.name == entry.name);
+    (!replaced).then_some(Claim::Builtin(entry))
+}
+
+/// Why no preset applies to a wrapped command (`sudo ls`, `env -S ...`),
+/// for `-v` and `--explain`; `None` for a plain command.
+pub(crate) fn why_none(command: &[OsString]) -> Option<String> {
+    match wrapped::target(command, &|_| false) {
+        wrapped::Target::Command { via, .. } if via.is_empty() => None,
+        wrapped::Target::Command { start, via } => Some(format!(
+            "no preset: the command is {}, and no preset claims it",
+            wrapped::described(command, start, &via)
+        )),
+        wrapped::Target::Hidden { via, why } => Some(format!(
+            "no preset: {why}, so the command {} runs is not known (--preset NAME names one)",
+            via.join(" and ")
+        )),
     }
 }
 
@@ -366,6 +412,7 @@ pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Resul
         name: preset.name.clone(),
         origin: preset.origin.to_string(),
         automatic: chosen.automatic,
+        through: chosen.through.clone(),
     });
     for (index, rule) in preset.output.iter().enumerate() {
         let regex = match preset.origin {
@@ -473,7 +520,7 @@ pub(crate) fn list_text(sources: &Sources) -> Result<String, String> {
 /// `--preset show NAME`: the preset in a user file's form.
 pub(crate) fn show_text(name: &str, sources: &Sources) -> Result<String, String> {
     schema::check_name(name).map_err(|problem| format!("--preset show: {problem}"))?;
-    let chosen = choose(&Request::Named(name.to_string()), None, sources)?
+    let chosen = choose(&Request::Named(name.to_string()), &[], sources)?
         .expect("a named preset is found or an error");
     Ok(to_toml(&chosen.preset))
 }

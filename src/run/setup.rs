@@ -96,6 +96,7 @@ impl<'a> Run<'a> {
                 .sets
                 .iter()
                 .filter_map(|s| s.source.preset_line())
+                .chain(config.preset_notes.iter().cloned())
             {
                 reporter.policy(&line);
             }

@@ -39,7 +39,10 @@ pub(crate) fn closed_port() -> u16 {
 
 /// Run retry with JSON events and `env`: the output, the events, and how
 /// many attempts ran.
-pub(crate) fn json(env: &[(&str, &Path)], args: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
+pub(crate) fn json(
+    env: &[(&str, &Path)],
+    args: &[&str],
+) -> (std::process::Output, Vec<serde_json::Value>) {
     let mut command = retry_std();
     command
         .args(["--log-format", "json"])
@@ -860,6 +863,7 @@ pub(crate) fn pip_index(
 }
 
 /// Run `retry -d 1ms RETRY_ARGS -- PIP download PIP_ARGS ... demo-pkg`
+/// (PIP may be several words: `python3 -m pip`)
 /// against the index on `port`, saving into `dest`: pip's own retries off
 /// (`--retries 0`), no cache, no version check, and none of the machine's
 /// pip settings (PIP_* variables, configuration files). The output, the
@@ -882,7 +886,9 @@ pub(crate) fn pip_download(
         .env("PIP_CONFIG_FILE", "/dev/null")
         .args(["--log-format", "json", "-d", "1ms"])
         .args(retry_args)
-        .args(["--", pip, "download"])
+        .arg("--")
+        .args(pip.split(' '))
+        .arg("download")
         .args(pip_args)
         .args([
             "--no-deps",
@@ -982,8 +988,7 @@ fn pip_tells_a_503_project_page_from_a_missing_project_only_under_vv_and_scan_st
     let mut lines = Vec::new();
     for status in ["503 Service Unavailable", "404 Not Found"] {
         let (port, served) = pip_index(wheel.clone(), move |_| status, |_| "200 OK");
-        let (out, events, said) =
-            pip_download(pip, port, &dir.path().join("a"), &["-n", "2"], &[]);
+        let (out, events, said) = pip_download(pip, port, &dir.path().join("a"), &["-n", "2"], &[]);
         assert_eq!(out.status.code(), Some(1), "{said:?}");
         let tried = attempts(&events);
         assert_eq!(tried.len(), 2, "{status}: {events:?}");

@@ -70,7 +70,9 @@ fn pip_with_its_retries_off_retries_a_503_index_and_a_refused_one() {
     assert_eq!(tried[0]["outcome"], "transient");
     let reason = tried[0]["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("exit 1; pip found no version of demo-pkg at all: the index may have failed"),
+        reason.starts_with(
+            "exit 1; pip found no version of demo-pkg at all: the index may have failed"
+        ),
         "{reason}"
     );
     assert!(!reason.contains("no network failure"), "{reason}");
@@ -78,17 +80,15 @@ fn pip_with_its_retries_off_retries_a_503_index_and_a_refused_one() {
     assert_eq!(std::fs::read(dest.join(WHEEL)).unwrap(), wheel);
 
     // Nothing listens: every attempt is transient, the run exhausts.
-    let (out, events, said) = pip_download(
-        pip,
-        closed_port(),
-        &dir.path().join("b"),
-        &["-n", "2"],
-        &[],
-    );
+    let (out, events, said) =
+        pip_download(pip, closed_port(), &dir.path().join("b"), &["-n", "2"], &[]);
     assert_eq!(out.status.code(), Some(1), "{said:?}");
     let tried = attempts(&events);
     assert_eq!(tried.len(), 2, "{events:?}");
-    assert!(tried.iter().all(|t| t["outcome"] == "transient"), "{tried:?}");
+    assert!(
+        tried.iter().all(|t| t["outcome"] == "transient"),
+        "{tried:?}"
+    );
     let done = events.iter().find(|e| e["event"] == "done").unwrap();
     assert_eq!(done["outcome"], "exhausted");
 
@@ -104,5 +104,8 @@ fn pip_with_its_retries_off_retries_a_503_index_and_a_refused_one() {
     let tried = attempts(&events);
     assert_eq!(tried.len(), 2, "{events:?}");
     let reason = tried[0]["reason"].as_str().unwrap();
-    assert!(reason.contains("NewConnectionError") || reason.contains("connection error"), "{reason}");
+    assert!(
+        reason.contains("NewConnectionError") || reason.contains("connection error"),
+        "{reason}"
+    );
 }
