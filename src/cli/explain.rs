@@ -177,6 +177,7 @@ pub(crate) fn rules_text(rules: &Rules) -> String {
         let preset = matches!(set.source, RuleSource::Preset { .. });
         for (kind, rules_of_kind, flag) in [
             ("permanent", &set.stop_on_output, "--stop-on-output"),
+            ("throttled", &set.throttle_on_output, ""),
             ("transient", &set.retry_on_output, "--retry-on-output"),
         ] {
             for rule in rules_of_kind {
@@ -191,6 +192,8 @@ pub(crate) fn rules_text(rules: &Rules) -> String {
             for rule in &set.exit_rules {
                 let kind = if rule.permanent {
                     "permanent"
+                } else if rule.throttled {
+                    "throttled"
                 } else {
                     "transient"
                 };

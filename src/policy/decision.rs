@@ -228,7 +228,7 @@ pub(crate) fn after_attempt(
     proposed: (Sleep, SleepSource),
 ) -> Decision {
     let mut verdict = attempt.verdict;
-    if attempt.downstream_closed && verdict.class == Class::Transient {
+    if attempt.downstream_closed && verdict.class.is_transient() {
         verdict.class = Class::Permanent;
         verdict
             .reason
@@ -286,7 +286,7 @@ fn next_step(
             });
         }
         Class::Permanent => return Done::with(RunOutcome::Permanent, ending),
-        Class::Transient => {}
+        Class::Transient | Class::Throttled => {}
     }
     let past_deadline = |at: Instant| limits.deadline.is_some_and(|deadline| at >= deadline);
     if ending.timed_out && past_deadline(now) {

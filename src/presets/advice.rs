@@ -219,6 +219,7 @@ fn preset_set(rules: &Rules) -> Option<&RuleSet> {
 fn any_output_rule_matched(set: &RuleSet, scan: &ScanResult) -> bool {
     set.stop_on_output
         .iter()
+        .chain(&set.throttle_on_output)
         .chain(&set.retry_on_output)
         .any(|rule| scan.matched.get(rule.slot) == Some(&true))
 }
@@ -226,8 +227,9 @@ fn any_output_rule_matched(set: &RuleSet, scan: &ScanResult) -> bool {
 /// The HTTP status a matched transient rule of the preset quotes as its
 /// first group (`curl reported HTTP {1}`).
 fn reported_status(set: &RuleSet, scan: &ScanResult) -> Option<String> {
-    set.retry_on_output
+    set.throttle_on_output
         .iter()
+        .chain(&set.retry_on_output)
         .chain(&set.stop_on_output)
         .filter(|rule| scan.matched.get(rule.slot) == Some(&true))
         .find_map(|rule| {

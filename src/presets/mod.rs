@@ -432,27 +432,29 @@ pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Resul
         match rule.kind {
             Kind::Permanent => set.stop_on_output.push(rule_of_set),
             Kind::Transient => set.retry_on_output.push(rule_of_set),
+            Kind::Throttled => set.throttle_on_output.push(rule_of_set),
         }
     }
-    let union = |kind: Kind| {
+    let union = |retries: bool| {
         preset
             .exit
             .iter()
-            .filter(|rule| rule.kind == kind)
+            .filter(|rule| rule.kind.retries() == retries)
             .fold(CodeSet::from_codes(&[]), |all, rule| all.union(&rule.codes))
     };
     if preset.exit.iter().any(|rule| rule.kind == Kind::Permanent) {
-        set.stop_on_exit = Some(union(Kind::Permanent));
+        set.stop_on_exit = Some(union(false));
     }
     // Rule 4: a transient list given makes every other code permanent.
     if preset.other_exit == Kind::Permanent {
-        set.retry_on_exit = Some(union(Kind::Transient));
+        set.retry_on_exit = Some(union(true));
     }
     set.exit_rules = preset
         .exit
         .iter()
         .map(|rule| ExitRule {
             permanent: rule.kind == Kind::Permanent,
+            throttled: rule.kind == Kind::Throttled,
             codes: rule.codes.clone(),
             means: rule.means.clone(),
         })

@@ -599,3 +599,82 @@ fn a_preset_claiming_a_wrapper_is_chosen_for_it() {
     assert_eq!(chosen.preset.name, "mysudo");
     assert_eq!(chosen.through, None);
 }
+
+const THROTTLING: &str = r#"
+[preset.api]
+description = "an API client: throttling, then other transient errors"
+commands = ["api"]
+other_exit = "permanent"
+
+[[preset.api.output]]
+kind = "transient"
+pattern = 'HTTP (429|503)'
+means = "HTTP {1}"
+
+[[preset.api.output]]
+kind = "throttled"
+pattern = 'HTTP (429)|(SlowDown)'
+means = "throttled: {1}{2}"
+
+[[preset.api.exit]]
+kind = "throttled"
+codes = "75"
+means = "the API client was throttled"
+
+[[preset.api.exit]]
+kind = "transient"
+codes = "69"
+means = "the API was unavailable"
+"#;
+
+#[test]
+fn throttled_rules_judge_throttled_before_transient_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = Sources {
+        system: write(dir.path(), "etc.toml", THROTTLING),
+        user: None,
+    };
+    let chosen = auto("api", &sources).unwrap();
+    let line = |text: &str| vec![text.to_string()];
+    // Both output rules match a 429: the throttled one decides.
+    assert_eq!(
+        judge(&chosen, 1, &line("HTTP 429 Too Many Requests")),
+        (
+            Class::Throttled,
+            "exit 1; throttled: 429 (preset api)".into()
+        )
+    );
+    assert_eq!(
+        judge(&chosen, 1, &line("HTTP 503")),
+        (Class::Transient, "exit 1; HTTP 503 (preset api)".into())
+    );
+    assert_eq!(
+        judge(&chosen, 75, &[]),
+        (
+            Class::Throttled,
+            "exit 75; the API client was throttled (preset api)".into()
+        )
+    );
+    assert_eq!(judge(&chosen, 69, &[]).0, Class::Transient);
+    assert_eq!(judge(&chosen, 2, &[]).0, Class::Permanent);
+    // --preset show writes the kind back.
+    let shown = to_toml(&chosen.preset);
+    assert!(shown.contains("kind = \"throttled\""), "{shown}");
+}
+
+#[test]
+fn other_exit_is_never_throttled() {
+    let text = THROTTLING.replace("other_exit = \"permanent\"", "other_exit = \"throttled\"");
+    let err = schema::parse(
+        &text,
+        "my.toml",
+        &Origin::File("my.toml".into()),
+        Strictness::User,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("other_exit is \"permanent\" or \"transient\""),
+        "{err}"
+    );
+}
