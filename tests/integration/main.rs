@@ -20,6 +20,7 @@ mod package;
 mod patterns;
 mod presets;
 mod presets_locale;
+mod presets_more;
 mod presets_network;
 mod presets_wrapped;
 mod process;
