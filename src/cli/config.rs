@@ -15,7 +15,7 @@ use crate::cli::StdinMode;
 use crate::cli::generate::Kind as GenerateKind;
 use crate::policy::backoff::Policy;
 use crate::policy::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rules};
-use crate::presets::{self, Request, Sources};
+use crate::presets::{self, Request};
 use crate::report::{CiSettings, LogFormat, ReportSettings, Verbosity};
 use crate::state::StateConfig;
 use crate::values::CodeSet;
@@ -242,10 +242,7 @@ impl Config {
             || cli.budget_status
             || cli.budget_reset
             || preset_mode.is_some());
-        // User presets files ignored (not ours to use): warnings of the run.
-        let mut preset_notes = Vec::new();
-        let mut said_of_presets = Vec::new();
-        let mut child_locale = Vec::new();
+        let mut found = presets::ForRun::default();
         if resolving {
             if cli.command.is_empty() && !cli.explain {
                 return Err(UsageError(
@@ -257,28 +254,9 @@ impl Config {
                 Some("none") => Request::Off,
                 Some(name) => Request::Named(name.to_string()),
             };
-            let chosen = presets::choose_noting(
-                &request,
-                &cli.command,
-                &Sources::from_env(),
-                &mut preset_notes,
-            )
-            .map_err(UsageError)?;
-            if let Some(chosen) = chosen {
-                sets.push(presets::rule_set(&chosen, &mut compiler).map_err(UsageError)?);
-                retry_after |= chosen.preset.retry_after;
-                if !chosen.preset.output.is_empty()
-                    && let Some(locale) =
-                        presets::locale::messages_in_c(&|name| std::env::var_os(name))
-                {
-                    child_locale = locale.vars;
-                    said_of_presets.push(locale.said);
-                }
-            } else if request == Request::Auto
-                && let Some(why) = presets::why_none(&cli.command)
-            {
-                said_of_presets.push(why);
-            }
+            found = presets::for_run(&request, &cli.command, &mut compiler).map_err(UsageError)?;
+            sets.extend(found.set.take());
+            retry_after |= found.retry_after;
         }
         let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
         rules.stop_on_timeout = cli.stop_on_timeout;
@@ -409,8 +387,8 @@ impl Config {
             },
         });
 
-        let mut warnings = preset_notes;
-        // curl without -f: an HTTP error is a success (said once, at start).
+        // User presets files ignored (not ours to use); curl without -f.
+        let mut warnings = std::mem::take(&mut found.warnings);
         if mode == Mode::Run {
             warnings.extend(presets::advice::at_start(&rules, &cli.command));
         }
@@ -457,8 +435,8 @@ impl Config {
             circuit,
             budget,
             hooks,
-            preset_notes: said_of_presets,
-            child_locale,
+            preset_notes: found.said,
+            child_locale: found.child_locale,
         })
     }
 }

@@ -19,6 +19,7 @@
 
 pub(crate) mod advice;
 mod builtin;
+mod for_run;
 pub(crate) mod locale;
 pub(crate) mod schema;
 pub(crate) mod wrapped;
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use crate::policy::rules::{ExitRule, OutputRule, PatternCompiler, RuleSet, RuleSource};
 use crate::values::CodeSet;
+pub(crate) use for_run::{ForRun, for_run};
 use schema::{Kind, Origin, Preset, Strictness};
 
 /// The most a user presets file may hold.
@@ -386,22 +388,6 @@ fn claims<'a>(layers: &'a [Layer], command: &str) -> Option<Claim<'a>> {
         .flat_map(|layer| &layer.presets)
         .any(|preset| preset.name == entry.name);
     (!replaced).then_some(Claim::Builtin(entry))
-}
-
-/// Why no preset applies to a wrapped command (`sudo ls`, `env -S ...`),
-/// for `-v` and `--explain`; `None` for a plain command.
-pub(crate) fn why_none(command: &[OsString]) -> Option<String> {
-    match wrapped::target(command, &|_| false) {
-        wrapped::Target::Command { via, .. } if via.is_empty() => None,
-        wrapped::Target::Command { start, via } => Some(format!(
-            "no preset: the command is {}, and no preset claims it",
-            wrapped::described(command, start, &via)
-        )),
-        wrapped::Target::Hidden { via, why } => Some(format!(
-            "no preset: {why}, so the command {} runs is not known (--preset NAME names one)",
-            via.join(" and ")
-        )),
-    }
 }
 
 /// The rules of a chosen preset, patterns compiled, below the user's own.

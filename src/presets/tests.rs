@@ -571,12 +571,12 @@ fn a_wrapped_command_and_a_versioned_name_choose_the_preset_of_the_command() {
         assert_eq!(chosen.through.as_deref(), through, "{command}");
     }
     let words = |text: &str| -> Vec<OsString> { text.split(' ').map(OsString::from).collect() };
-    assert_eq!(why_none(&words("ls -l")), None);
+    assert_eq!(wrapped::why_none(&words("ls -l")), None);
     assert_eq!(
-        why_none(&words("sudo ls -l")).unwrap(),
+        wrapped::why_none(&words("sudo ls -l")).unwrap(),
         "no preset: the command is ls, run by sudo, and no preset claims it"
     );
-    let hidden = why_none(&words("env -S curl")).unwrap();
+    let hidden = wrapped::why_none(&words("env -S curl")).unwrap();
     assert!(
         hidden.contains("env -S hides the command in a string"),
         "{hidden}"

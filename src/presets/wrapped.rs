@@ -310,6 +310,22 @@ pub(crate) fn described(argv: &[OsString], start: usize, via: &[String]) -> Stri
     text
 }
 
+/// Why no preset applies to a wrapped command (`sudo ls`, `env -S ...`),
+/// for `-v` and `--explain`; `None` for a plain command.
+pub(crate) fn why_none(command: &[OsString]) -> Option<String> {
+    match target(command, &|_| false) {
+        Target::Command { via, .. } if via.is_empty() => None,
+        Target::Command { start, via } => Some(format!(
+            "no preset: the command is {}, and no preset claims it",
+            described(command, start, &via)
+        )),
+        Target::Hidden { via, why } => Some(format!(
+            "no preset: {why}, so the command {} runs is not known (--preset NAME names one)",
+            via.join(" and ")
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
