@@ -197,6 +197,11 @@ fn wrapped_start(grammar: &Grammar, args: &[OsString]) -> Result<Option<usize>, 
             at += 1;
             break;
         }
+        // `env -` is `env -i`; no wrapper runs a command named `-`.
+        if text == "-" {
+            at += 1;
+            continue;
+        }
         if let Some(long) = text.strip_prefix("--") {
             let valued = grammar.long_valued.contains(&long);
             at += if valued { 2 } else { 1 };
