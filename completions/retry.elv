@@ -47,6 +47,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --on-give-up 'Run CMD (with /bin/sh -c) once when the run fails: never on success, nor when retry is interrupted by a signal. It sees RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS, its output goes to retry''s stderr, and it is bounded by --timeout, else 60s'
             cand --success-on-exit 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit'
             cand --until-output 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)'
+            cand --successes 'The run succeeds only after N successful attempts in a row, --delay apart (a service that answers once is not ready yet); a failure starts the count over. --attempts counts every attempt'
+            cand --give-up-exit 'Exit CODE (0-255) when the run ends on a transient failure (attempts exhausted, --max-time, the budget refused, a circuit open), for a CI system''s own retry (75 is EX_TEMPFAIL); a permanent failure keeps the command''s status, retry''s own errors theirs'
             cand --reset-after 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)'
             cand --log-format 'Format of retry''s own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]'
             cand --color 'When to colour retry''s own lines: auto (a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb; CLICOLOR_FORCE forces it), always, never'

@@ -210,7 +210,7 @@ pub(crate) struct Cli {
     pub(crate) successes: u64,
 
     /// Exit CODE (0-255) when the run ends on a transient failure (attempts exhausted, --max-time, the budget refused, a circuit open), for a CI system's own retry (75 is EX_TEMPFAIL); a permanent failure keeps the command's status, retry's own errors theirs
-    #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u8), allow_hyphen_values = true, help_heading = HOOKS)]
+    #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u8), allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) give_up_exit: Option<u8>,
 
     /// An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)

@@ -492,3 +492,34 @@ fn explain_shows_successes_give_up_exit_and_an_outer_deadline() {
         "{text}"
     );
 }
+
+#[test]
+fn confirming_a_success_takes_no_retry_budget() {
+    let state = scratch();
+    std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let state_dir = state.path().display().to_string();
+    // One token, nothing flowing in: two retries would be refused, but
+    // confirmations are no retries.
+    let (out, events) = json_run(&[
+        "-d",
+        "1ms",
+        "--successes",
+        "3",
+        "--budget",
+        "b",
+        "--budget-burst",
+        "1",
+        "--budget-ratio",
+        "0",
+        "--budget-min",
+        "0/s",
+        "--state-dir",
+        &state_dir,
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let done = events.last().unwrap();
+    assert_eq!(done["outcome"], "success", "{events:?}");
+    assert_eq!(done["attempts"], 3);
+}
