@@ -4,7 +4,7 @@ complete -c retry -s m -l multiplier -d 'Growth factor of the ceiling per retry 
 complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
 complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r
 complete -c retry -l splay -d 'Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)' -r
-complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires' -r
+complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires. Given to the command as RETRY_DEADLINE; a retry that finds RETRY_DEADLINE cuts its own --max-time to what is left' -r
 complete -c retry -s T -l timeout -d 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure (permanent with --stop-on-timeout)' -r
 complete -c retry -l kill-after -d 'After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group' -r
 complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent. A death by signal N counts as code 128+N; a timed-out attempt is judged only as timed out (see --stop-on-timeout)' -r

@@ -117,7 +117,7 @@ pub(crate) struct Cli {
     pub(crate) splay: Duration,
 
     // ---- Limits ----
-    /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires
+    /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires. Given to the command as RETRY_DEADLINE; a retry that finds RETRY_DEADLINE cuts its own --max-time to what is left
     #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) max_time: Option<Duration>,
 

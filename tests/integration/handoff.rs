@@ -70,7 +70,7 @@ fn the_command_and_on_retry_get_the_run_deadline_and_only_when_there_is_one() {
         .stdout("unset\n");
 }
 
-/// An outer retry with `-t 3s` runs an inner one that asked for a minute:
+/// An outer retry with `-t 4s` runs an inner one that asked for a minute:
 /// the inner one cuts its --max-time to what is left, says so under -v,
 /// passes the outer deadline on unchanged, and ends on its own before it.
 #[test]
@@ -87,12 +87,14 @@ fn a_nested_retry_never_runs_past_the_outer_deadline() {
     );
     let started = Instant::now();
     let out = retry()
-        .args(["-n", "1", "-t", "3s", "--", "sh", "-c", &inner])
+        .args(["-n", "1", "-t", "4s", "--", "sh", "-c", &inner])
         .output()
         .unwrap();
     let elapsed = started.elapsed();
     let log = std::fs::read_to_string(&inner_log).unwrap();
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}\n{log}");
+    // Attempts at 0, 0.3, 0.9 and 2.1 s; the next sleep (2.4 s) would end
+    // past the outer deadline: the inner run ends at about 2.1 s.
+    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}\n{log}");
     assert_eq!(out.status.code(), Some(1), "{log}");
     assert_eq!(
         read_number(&inner_seen),
