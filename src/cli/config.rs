@@ -80,7 +80,8 @@ pub(crate) struct Config {
     pub(crate) metrics: Option<(PathBuf, String)>,
     pub(crate) circuit: Option<CircuitConfig>,
     pub(crate) budget: Option<BudgetConfig>,
-    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`.
+    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`,
+    /// `--successes`, `--give-up-exit`.
     pub(crate) hooks: Hooks,
 }
 

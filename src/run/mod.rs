@@ -39,7 +39,7 @@ use rand::rngs::SmallRng;
 
 use crate::budget::Budget;
 use crate::cli::config::Config;
-use crate::outcome::RunSummary;
+use crate::outcome::{RunOutcome, RunSummary};
 use crate::policy::decision::{Done, End, Limits};
 use crate::presets::advice::Advice;
 use crate::process::signals::{self, SignalEvents};
@@ -135,6 +135,14 @@ pub(crate) fn run(
     if let Some(signal) = run.on_give_up(end, attempts, signals, reporter) {
         // A signal to retry ends the run by it, here as anywhere.
         Done { end, detail } = Done::interrupted_during(signal, "during --on-give-up");
+    }
+    let outer = config.outer_deadline.map(|outer| outer.at);
+    if end.outcome() == Some(RunOutcome::Deadline)
+        && outer.is_some()
+        && run.setup.limits.deadline == outer
+    {
+        // "--max-time reached" of a run that had only the outer one.
+        detail.push_str(" (the deadline was the outer run's, RETRY_DEADLINE)");
     }
     let status = end.exit_status(config.hooks.give_up_exit);
     if status != end.exit_status(None) {

@@ -109,6 +109,10 @@ fn a_nested_retry_never_runs_past_the_outer_deadline() {
     // The inner run ended by its own decision (not by the outer one's
     // SIGTERM): no sleep would have ended before the deadline.
     assert!(log.contains("the next sleep"), "{log}");
+    assert!(
+        log.contains("(the deadline was the outer run's, RETRY_DEADLINE)"),
+        "{log}"
+    );
     assert!(!log.contains("interrupted"), "{log}");
     // Nesting under a deadline is bounded: no warning about it.
     assert!(!log.contains("running inside another retry"), "{log}");
