@@ -401,6 +401,11 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
 
 /// What a run's outcome says about the dependency.
 fn run_result(summary: &RunSummary) -> RunResult {
+    // A run that started no attempt (its deadline had passed) learned
+    // nothing about the dependency.
+    if summary.attempts == 0 {
+        return RunResult::Aborted;
+    }
     match summary.outcome {
         RunOutcome::Success => RunResult::Success,
         RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,

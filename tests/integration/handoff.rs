@@ -529,3 +529,25 @@ fn confirming_a_success_takes_no_retry_budget() {
     assert_eq!(done["outcome"], "success", "{events:?}");
     assert_eq!(done["attempts"], 3);
 }
+
+#[test]
+fn a_run_whose_deadline_had_passed_tells_the_circuit_nothing() {
+    let state = scratch();
+    std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let state_dir = state.path().display().to_string();
+    let past = (unix_ms() - 1_000).to_string();
+    for _ in 0..2 {
+        retry()
+            .env("RETRY_DEADLINE", &past)
+            .args(circuit_args("late"))
+            .args(["--state-dir", &state_dir, "--", "true"])
+            .assert()
+            .code(124);
+    }
+    // Two runs that never ran the command opened nothing.
+    retry()
+        .args(circuit_args("late"))
+        .args(["--state-dir", &state_dir, "--", "true"])
+        .assert()
+        .success();
+}
