@@ -143,6 +143,10 @@ pub(super) fn child_env(
         ),
         ("RETRY_HINT_FILE", hint.env_value()),
     ];
+    // Only a run with a deadline sets it (one without was given none).
+    if let Some(ms) = setup.deadline_ms {
+        env.push((crate::cli::deadline::VARIABLE, ms.to_string().into()));
+    }
     // A preset's English patterns read the command's messages in C.
     env.extend(setup.config.child_locale.iter().cloned());
     env
