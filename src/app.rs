@@ -378,6 +378,7 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
                     outcome: RunOutcome::CircuitOpen,
                     attempts: 0,
                     elapsed: started.elapsed(),
+                    failures: crate::outcome::Failures::default(),
                 });
             }
             Gate::Admitted

@@ -83,9 +83,10 @@ fn policy_words(config: &Config) -> String {
         jitter => format!("{jitter} jitter"),
     };
     let mut text = format!(
-        "{}; delay {}, x{} per retry, cap {}, {jitter}",
+        "{}; delay {}, throttle-delay {}, x{} per retry, cap {}, {jitter}",
         attempts_text(config.attempts),
         human(policy.delay),
+        human(config.throttle_delay),
         policy.multiplier,
         human(policy.cap),
     );
@@ -226,7 +227,9 @@ pub(crate) fn rules_text(rules: &Rules) -> String {
         }
     }
     if rules.retry_after {
-        out.push_str("  Retry-After: header lines in the scanned output set the next sleep\n");
+        out.push_str(
+            "  response headers in the scanned output set the next sleep (Retry-After, grpc-retry-pushback-ms, x-amz-retry-after, RateLimit r=0, X-RateLimit-Reset with X-RateLimit-Remaining: 0), and a transient failure whose response is HTTP 429, a 503 with a wait or a spent quota is throttled\n",
+        );
     }
     if rules.stop_on_timeout {
         out.push_str("  a timed-out attempt: permanent (--stop-on-timeout)\n");
@@ -235,6 +238,20 @@ pub(crate) fn rules_text(rules: &Rules) -> String {
         "  then: a command that cannot start is permanent; any other failure is transient\n",
     );
     out
+}
+
+/// How a throttled failure's backoff differs from the table's.
+fn throttled_line(config: &Config) -> String {
+    let throttled = Policy {
+        delay: config.throttle_delay,
+        ..config.policy.clone()
+    };
+    let ceilings: Vec<String> = (0..3).map(|n| human(throttled.ceiling(n))).collect();
+    format!(
+        "Throttled: after a failure judged throttled (HTTP 429, a 503 with a wait, a rate-limit message) the ceiling grows from --throttle-delay {} instead of --delay (first ceilings {}, ...); the table shows --delay's.",
+        human(config.throttle_delay),
+        ceilings.join(", ")
+    )
 }
 
 pub(crate) fn render(config: &Config) -> String {
@@ -265,6 +282,7 @@ pub(crate) fn render(config: &Config) -> String {
             crate::budget::explain(&budget.name, &budget.settings)
         );
     }
+    let _ = writeln!(out, "{}", throttled_line(config));
     if !config.splay.is_zero() {
         let _ = writeln!(
             out,

@@ -95,6 +95,10 @@ pub(crate) struct Cli {
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) delay: Duration,
 
+    /// Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset's rate-limit message); jitter and --cap apply as usual
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
+    pub(crate) throttle_delay: Duration,
+
     /// Growth factor of the ceiling per retry (finite, >= 1)
     #[arg(short = 'm', long, value_name = "X", default_value = "2", value_parser = values::parse_multiplier, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) multiplier: f64,

@@ -97,7 +97,7 @@ impl Advice {
         if rules.retry_after
             && !self.said_headers
             && !self.shows_headers
-            && scan.retry_after.is_none()
+            && scan.response.is_empty()
             && let Some(status) = status.filter(|s| s == "429" || s == "503")
         {
             self.said_headers = true;

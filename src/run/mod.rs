@@ -39,7 +39,7 @@ use rand::rngs::SmallRng;
 
 use crate::budget::Budget;
 use crate::cli::config::Config;
-use crate::outcome::RunSummary;
+use crate::outcome::{Failures, RunSummary};
 use crate::policy::decision::{Done, End, Limits};
 use crate::presets::advice::Advice;
 use crate::process::signals::{self, SignalEvents};
@@ -97,6 +97,8 @@ struct State<'a> {
     advice: Advice,
     /// A failure line said which preset the command's name chose.
     choice_said: bool,
+    /// Failed attempts so far, by final verdict.
+    failures: Failures,
 }
 
 pub(crate) fn run(
@@ -153,5 +155,6 @@ pub(crate) fn run(
         outcome,
         attempts,
         elapsed,
+        failures: run.state.failures,
     })
 }

@@ -12,6 +12,7 @@ use rand::{RngExt, SeedableRng};
 use super::{Files, Run, Setup, State};
 use crate::budget::Budget;
 use crate::cli::config::Config;
+use crate::outcome::Failures;
 use crate::policy::decision::Limits;
 use crate::presets::advice::Advice;
 use crate::report::{Reporter, Verbosity};
@@ -74,6 +75,7 @@ impl<'a> Run<'a> {
             lost: Lost::default(),
             advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
             choice_said: false,
+            failures: Failures::default(),
         };
         Ok(Run {
             setup,

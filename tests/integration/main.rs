@@ -20,6 +20,7 @@ mod package;
 mod patterns;
 mod presets;
 mod process;
+mod ratelimit;
 mod release;
 mod shipping;
 mod simulation;
