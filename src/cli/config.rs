@@ -12,6 +12,8 @@ use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
 use crate::circuit::CircuitConfig;
 use crate::cli::Cli;
 use crate::cli::StdinMode;
+use crate::cli::checks::{check_success_codes, check_successes, hook_command};
+use crate::cli::deadline::{self, OuterDeadline};
 use crate::cli::generate::Kind as GenerateKind;
 use crate::policy::backoff::Policy;
 use crate::policy::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rules};
@@ -60,6 +62,8 @@ pub(crate) struct Config {
     pub(crate) attempts: Option<u64>,
     pub(crate) splay: Duration,
     pub(crate) max_time: Option<Duration>,
+    /// `RETRY_DEADLINE`: an outer run's deadline, which this run never passes.
+    pub(crate) outer_deadline: Option<OuterDeadline>,
     pub(crate) timeout: Option<Duration>,
     /// `--max-retry-after`: the longest Retry-After obeyed.
     pub(crate) max_retry_after: Duration,
@@ -78,7 +82,8 @@ pub(crate) struct Config {
     pub(crate) metrics: Option<(PathBuf, String)>,
     pub(crate) circuit: Option<CircuitConfig>,
     pub(crate) budget: Option<BudgetConfig>,
-    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`.
+    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`,
+    /// `--successes`, `--give-up-exit`.
     pub(crate) hooks: Hooks,
 }
 
@@ -94,36 +99,10 @@ pub(crate) struct Hooks {
     pub(crate) until_failure: bool,
     /// `--reset-after`: a failed attempt that ran this long resets the backoff.
     pub(crate) reset_after: Option<Duration>,
-}
-
-/// A hook's command: not empty (`/bin/sh -c ''` would do nothing, silently).
-fn hook_command(flag: &str, command: Option<OsString>) -> Result<Option<OsString>, UsageError> {
-    match command {
-        Some(text) if text.to_string_lossy().trim().is_empty() => Err(UsageError(format!(
-            "{flag}: the command is empty (a shell command line is expected)"
-        ))),
-        other => Ok(other),
-    }
-}
-
-/// `--success-on-exit` and the exit-code lists must not share a code: the
-/// success would silently win over the list.
-fn check_success_codes(
-    success: Option<&CodeSet>,
-    lists: [(&str, Option<&CodeSet>); 2],
-) -> Result<(), UsageError> {
-    let Some(success) = success else {
-        return Ok(());
-    };
-    for (flag, list) in lists {
-        let Some(list) = list else { continue };
-        if let Some(code) = (0..256).find(|&code| success.contains(code) && list.contains(code)) {
-            return Err(UsageError(format!(
-                "--success-on-exit {success}: exit code {code} is also in {flag} (a code is either a success or a failure)"
-            )));
-        }
-    }
-    Ok(())
+    /// `--successes`: successful attempts in a row the run needs (1 or more).
+    pub(crate) successes: u64,
+    /// `--give-up-exit`: the status of a run that ends on a transient failure.
+    pub(crate) give_up_exit: Option<u8>,
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
@@ -213,7 +192,10 @@ impl Config {
             on_give_up: hook_command("--on-give-up", cli.on_give_up)?,
             until_failure: cli.until_failure,
             reset_after: cli.reset_after,
+            successes: cli.successes,
+            give_up_exit: cli.give_up_exit,
         };
+        check_successes(cli.successes, attempts)?;
         // --until-output looks at stdout too.
         let scan_stdout = cli.scan_stdout || !cli.until_output.is_empty();
         // The flags' patterns first, then the preset's, under one limit.
@@ -401,6 +383,11 @@ impl Config {
                 humantime::format_duration(cli.cap)
             ));
         }
+        // Only what runs the command (or explains it) is bound by it.
+        let outer_deadline = match mode {
+            Mode::Run | Mode::Explain => deadline::from_env().map_err(UsageError)?,
+            _ => None,
+        };
         Ok(Config {
             mode,
             warnings,
@@ -415,6 +402,7 @@ impl Config {
             attempts,
             splay: cli.splay,
             max_time: cli.max_time,
+            outer_deadline,
             timeout: cli.timeout,
             max_retry_after: cli.max_retry_after,
             kill_after: cli.kill_after,

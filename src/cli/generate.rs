@@ -42,7 +42,8 @@ const ALGORITHM: &[&str] = &[
     "Retry never sleeps after the last attempt, and with --max-time it never starts a sleep that would end past that limit: it gives up at once instead. An attempt still running when --timeout or --max-time expires gets SIGTERM (and SIGCONT), then SIGKILL after --kill-after.",
     "An attempt succeeds when it exits 0 or with a code in --success-on-exit, in time; with --until-output a line of its output (stdout or stderr) must match as well, or the attempt is not ready yet: a transient failure, unless the hint file or an output rule says otherwise (the exit-code lists do not judge a success code). A run that gives up after an attempt that exited 0 exits 1. A failed attempt is transient (retried while limits allow) or permanent (retry stops at once). Decided first: an attempt ended by --timeout or --max-time is judged only as timed out, transient, or permanent under --stop-on-timeout (the exit-code lists never see it); a death by SIGINT, SIGQUIT or SIGPIPE ends the run (quietly for SIGPIPE: its reader went away, as in retry -- cmd | head -1). Then the first rule that matches decides: 0. a word in the hint file ($RETRY_HINT_FILE); 1. --stop-on-output matched a line of the scanned output: permanent; 2. --retry-on-output matched: transient; 3. --stop-on-exit lists the exit code: permanent; 4. --retry-on-exit is given: transient if it lists the code, else permanent (for 3 and 4 a death by signal N counts as code 128+N); 5. the command could not be started: permanent; 6. anything else: transient. Rules 1 to 4 given on the command line come before those of a preset (see PRESETS).",
     "A transient failure known to be the server asking to slow down is throttled: a preset's throttled rule matched (HTTP 429, TooManyRequests, SlowDown, Throttling, a pull rate limit), the hint file said 'throttled', or, with response headers read (--retry-after, the curl and wget presets), the last response printed was a 429, a 503 that asked for a wait, or an error whose quota is spent (X-RateLimit-Remaining: 0, RateLimit with r=0; this also overrides a preset's permanent verdict, not the user's flags). It is retried like any transient failure and shown as throttled; its ceiling grows from --throttle-delay instead of --delay. A wait a response asks for sets the next sleep, not clamped by --cap, bounded by --max-retry-after and --max-time; the first found wins: Retry-After (seconds or an HTTP-date), grpc-retry-pushback-ms and x-amz-retry-after (milliseconds), the IETF RateLimit field (the largest t of the items with r=0), RateLimit-Reset or X-RateLimit-Reset when the matching Remaining is 0 (a value from 1000000000 on is Unix time, measured from the response's Date, from 10^12 on in milliseconds, a smaller one seconds from now). -v and the JSON sleep event's header field name the header that set it.",
-    "With --reset-after, an attempt that ran at least that long before failing starts the backoff over: the next ceiling is --delay again. With --until-failure the run is inverted, to hunt a flaky failure: the command runs again (after the policy's sleep) while it succeeds, the first failure ends the run with its status (done outcome permanent), and when the limits end the run first retry exits 0 (outcome success); a run cut short by --max-time is not counted. Attempts are then unlimited unless --attempts is given.",
+    "With --reset-after, an attempt that ran at least that long before failing starts the backoff over: the next ceiling is --delay again. With --until-failure the run is inverted, to hunt a flaky failure: the command runs again (after the policy's sleep) while it succeeds, the first failure ends the run with its status (done outcome permanent), and when the limits end the run first retry exits 0 (outcome success); a run cut short by --max-time is not counted. Attempts are then unlimited unless --attempts is given. With --successes N the run succeeds only after N successful attempts in a row, --delay apart (steady, not backing off); a failure starts the count over, and the backoff too. --attempts counts every attempt, successes included (an N above it is refused); a run whose limits end it short of N in a row exits 1 (never 0).",
+    "A run with a deadline (--max-time) gives it to the command and to --on-retry as RETRY_DEADLINE, Unix time in milliseconds. A retry that finds RETRY_DEADLINE in its own environment never runs past it: its --max-time is cut to what is left (or set to it, without one), it passes the outer deadline on unchanged, and --on-give-up is cut off there too; -v and --explain say so. A deadline already past starts no attempt (outcome deadline, exit 124); a value that is not a whole number of milliseconds (or looks like seconds) is a usage error, exit 125; empty counts as unset.",
     "Hooks are shell commands (/bin/sh -c CMD) treated like attempts: each in its own process group outside a terminal's foreground, terminated (SIGTERM, then SIGKILL after --kill-after) at its limit with whatever it started, and a signal to retry while one runs is passed on and ends the run. Their stdin is /dev/null; their stdout and stderr go to retry's stderr (never to --log-file). --on-retry runs after each backoff sleep, right before the retry, with the RETRY_* variables of the attempt to come; it is bounded by --timeout and --max-time, and its failure is a warning. --on-give-up runs once when the run fails (attempts exhausted, --max-time, a permanent failure, an empty retry budget), never on success nor when retry is interrupted by a signal; it is bounded by --timeout, else 60 seconds. Each hook is reported as a JSON hook event.",
     "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal (or with --foreground) the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it; termination then goes to each process the attempt started (its descendants and the orphans it left, found through /proc). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM sent to retry are passed on to the attempt (and cut a sleep short); retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. Signals the caller ignored (nohup) stay ignored. If retry is killed outright (SIGKILL), the command is killed with it, but not what the command started in turn: that stays in the attempt's process group.",
 ];
@@ -58,7 +59,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "124",
-        "The final attempt was terminated by --timeout or --max-time (137 if SIGKILL was needed after --kill-after).",
+        "The final attempt was terminated by --timeout or --max-time (137 if SIGKILL was needed after --kill-after); also a run whose deadline (RETRY_DEADLINE) had passed before its first attempt.",
     ),
     (
         "125",
@@ -71,6 +72,10 @@ const EXIT_STATUS: &[(&str, &str)] = &[
         "A circuit (--circuit) is open: the command was not run; try again later (EX_TEMPFAIL).",
     ),
     (
+        "CODE",
+        "--give-up-exit CODE: the run ended on a transient failure (attempts exhausted, --max-time or RETRY_DEADLINE, the retry budget refused, a circuit open), for a CI system to retry the job. A permanent failure keeps the command's status, retry's own errors theirs (125 and the like), a signal its own; the JSON done event still gives the command's status as command_exit_code.",
+    ),
+    (
         "signal N",
         "The final attempt died of signal N, or retry received SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 or SIGALRM: retry dies of the same signal (core dumps off), so a shell shows 128+N. A command that died of SIGPIPE (its reader went away) ends the run quietly with 141.",
     ),
@@ -79,11 +84,15 @@ const EXIT_STATUS: &[(&str, &str)] = &[
 const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "RETRY_ATTEMPT",
-        "Given to the child: this attempt's number, from 1. Its presence in retry's own environment means retry runs inside another retry, which retry warns about (attempts multiply).",
+        "Given to the child: this attempt's number, from 1. Its presence in retry's own environment means retry runs inside another retry, which retry warns about (attempts multiply) unless an outer deadline (RETRY_DEADLINE) bounds it.",
     ),
     (
         "RETRY_MAX_ATTEMPTS",
         "Given to the child: the attempt limit, or empty when unlimited.",
+    ),
+    (
+        "RETRY_DEADLINE",
+        "Given to the child and to the hooks when the run has a deadline (--max-time, or an outer one): the deadline as Unix time in milliseconds (not --timeout, which is an attempt's). Read by retry itself: a retry started inside another (or by a CI job that sets it) cuts its --max-time to what is left; past, no attempt starts (exit 124); not a whole number of milliseconds, exit 125; empty counts as unset.",
     ),
     (
         "RETRY_RUN_ID",

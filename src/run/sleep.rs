@@ -4,7 +4,7 @@
 //! backoff's draw, from `--throttle-delay` after a throttled failure. The
 //! decision says whether it happens.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::Run;
 use super::judge::Judged;
@@ -38,6 +38,9 @@ impl Run<'_> {
         backoff: &mut Backoff<'_>,
     ) -> Proposed {
         let config = self.setup.config;
+        if judged.verdict.class == Class::Success && config.hooks.successes > 1 {
+            return confirming(config.policy.delay.min(config.policy.cap), backoff);
+        }
         let mut header = None;
         let told = if let Some(Hint::RetryAfter(delay)) = judged.hint {
             Some((delay, SleepSource::Hint))
@@ -91,5 +94,21 @@ impl Run<'_> {
             not_obeyed,
             header,
         }
+    }
+}
+
+/// `--successes`: the next attempt confirms a success after the base
+/// delay, steady, not backing off; a failure after it starts the backoff
+/// over (the command was healthy).
+fn confirming(delay: Duration, backoff: &mut Backoff<'_>) -> Proposed {
+    backoff.reset();
+    Proposed {
+        sleep: Sleep {
+            delay,
+            ceiling: delay,
+        },
+        source: SleepSource::Backoff,
+        not_obeyed: None,
+        header: None,
     }
 }

@@ -11,6 +11,7 @@ mod ci;
 mod circuit;
 mod core;
 mod fleet;
+mod handoff;
 mod hooks;
 mod hostile;
 mod house;
