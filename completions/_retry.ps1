@@ -25,6 +25,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time or --until-failure]')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Base delay: the ceiling before the first retry')
             [CompletionResult]::new('--delay', '--delay', [CompletionResultType]::ParameterName, 'Base delay: the ceiling before the first retry')
+            [CompletionResult]::new('--throttle-delay', '--throttle-delay', [CompletionResultType]::ParameterName, 'Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset''s rate-limit message); jitter and --cap apply as usual')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Growth factor of the ceiling per retry (finite, >= 1)')
             [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Growth factor of the ceiling per retry (finite, >= 1)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Largest single delay; growth stops here')

@@ -22,6 +22,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --attempts 'Most attempts, the first included: N >= 1 or ''unlimited'' [default: 5; unlimited with --max-time or --until-failure]'
             cand -d 'Base delay: the ceiling before the first retry'
             cand --delay 'Base delay: the ceiling before the first retry'
+            cand --throttle-delay 'Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset''s rate-limit message); jitter and --cap apply as usual'
             cand -m 'Growth factor of the ceiling per retry (finite, >= 1)'
             cand --multiplier 'Growth factor of the ceiling per retry (finite, >= 1)'
             cand -c 'Largest single delay; growth stops here'

@@ -1,5 +1,6 @@
 complete -c retry -s n -l attempts -d 'Most attempts, the first included: N >= 1 or \'unlimited\' [default: 5; unlimited with --max-time or --until-failure]' -r
 complete -c retry -s d -l delay -d 'Base delay: the ceiling before the first retry' -r
+complete -c retry -l throttle-delay -d 'Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset\'s rate-limit message); jitter and --cap apply as usual' -r
 complete -c retry -s m -l multiplier -d 'Growth factor of the ceiling per retry (finite, >= 1)' -r
 complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
 complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r

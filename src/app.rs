@@ -379,6 +379,7 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
                     outcome: RunOutcome::CircuitOpen,
                     attempts: 0,
                     elapsed: started.elapsed(),
+                    failures: crate::outcome::Failures::default(),
                 });
             }
             Gate::Admitted

@@ -79,6 +79,8 @@ impl SleepSource {
 pub(crate) enum Hint {
     Permanent,
     Transient,
+    /// Transient, and known to be throttling (backs off from `--throttle-delay`).
+    Throttled,
     RetryAfter(Duration),
 }
 
@@ -88,4 +90,14 @@ pub(crate) struct RunSummary {
     pub(crate) outcome: RunOutcome,
     pub(crate) attempts: u64,
     pub(crate) elapsed: Duration,
+    pub(crate) failures: Failures,
+}
+
+/// A run's failed attempts by their final verdict: the `retry_failures`
+/// metric.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Failures {
+    pub(crate) transient: u64,
+    pub(crate) throttled: u64,
+    pub(crate) permanent: u64,
 }

@@ -56,6 +56,8 @@ pub(crate) struct Config {
     pub(crate) warnings: Vec<String>,
     pub(crate) command: Vec<OsString>,
     pub(crate) policy: Policy,
+    /// `--throttle-delay`: the base delay after a throttled failure.
+    pub(crate) throttle_delay: Duration,
     /// `None`: unlimited.
     pub(crate) attempts: Option<u64>,
     pub(crate) splay: Duration,
@@ -240,7 +242,7 @@ impl Config {
             sets.extend(found.set.take());
             retry_after |= found.retry_after;
         }
-        let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
+        let mut rules = Rules::new(sets, until_output, retry_after);
         rules.stop_on_timeout = cli.stop_on_timeout;
         rules.success_on_exit = success_on_exit;
         // Scanned output: the child's stderr goes through retry.
@@ -397,6 +399,7 @@ impl Config {
                 cap: cli.cap,
                 jitter: cli.jitter,
             },
+            throttle_delay: cli.throttle_delay,
             attempts,
             splay: cli.splay,
             max_time: cli.max_time,

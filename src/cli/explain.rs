@@ -13,8 +13,8 @@ use rand::rngs::SmallRng;
 
 use crate::cli::config::Config;
 use crate::cli::config::GIVE_UP_LIMIT;
+use crate::cli::explain_rules;
 use crate::policy::backoff::Policy;
-use crate::policy::rules::{RuleSource, Rules};
 use crate::text::sanitize_line;
 use crate::values::Jitter;
 use crate::values::human;
@@ -83,9 +83,10 @@ fn policy_words(config: &Config) -> String {
         jitter => format!("{jitter} jitter"),
     };
     let mut text = format!(
-        "{}; delay {}, x{} per retry, cap {}, {jitter}",
+        "{}; delay {}, throttle-delay {}, x{} per retry, cap {}, {jitter}",
         attempts_text(config.attempts),
         human(policy.delay),
+        human(config.throttle_delay),
         policy.multiplier,
         human(policy.cap),
     );
@@ -230,75 +231,18 @@ fn conditions(config: &Config) -> Vec<String> {
     lines
 }
 
-/// The rules in force, in the order they are asked, and where each comes
-/// from.
-pub(crate) fn rules_text(rules: &Rules) -> String {
-    let mut out = String::from(
-        "Rules, first match wins (a word in $RETRY_HINT_FILE comes before them all):\n",
-    );
-    for set in &rules.sets {
-        let mut lines = Vec::new();
-        let preset = matches!(set.source, RuleSource::Preset { .. });
-        for (kind, rules_of_kind, flag) in [
-            ("permanent", &set.stop_on_output, "--stop-on-output"),
-            ("throttled", &set.throttle_on_output, ""),
-            ("transient", &set.retry_on_output, "--retry-on-output"),
-        ] {
-            for rule in rules_of_kind {
-                lines.push(if preset {
-                    format!("{kind}  output '{}': {}", rule.regex.as_str(), rule.shown)
-                } else {
-                    format!("{kind}  {flag} '{}'", rule.shown)
-                });
-            }
-        }
-        if preset {
-            for rule in &set.exit_rules {
-                let kind = if rule.permanent {
-                    "permanent"
-                } else if rule.throttled {
-                    "throttled"
-                } else {
-                    "transient"
-                };
-                lines.push(format!("{kind}  exit {}: {}", rule.codes, rule.means));
-            }
-            lines.push(if set.retry_on_exit.is_some() {
-                "any other failing code: permanent".to_string()
-            } else {
-                "any other failure: retry's defaults (transient)".to_string()
-            });
-        } else {
-            if let Some(codes) = &set.stop_on_exit {
-                lines.push(format!("permanent  --stop-on-exit {codes}"));
-            }
-            if let Some(codes) = &set.retry_on_exit {
-                lines.push(format!(
-                    "transient  --retry-on-exit {codes}; any other failing code: permanent"
-                ));
-            }
-        }
-        if lines.is_empty() {
-            continue;
-        }
-        match set.source.preset_line() {
-            Some(line) => out.push_str(&format!("  {line}:\n")),
-            None => out.push_str("  from the command line:\n"),
-        }
-        for line in lines {
-            out.push_str(&format!("    {line}\n"));
-        }
-    }
-    if rules.retry_after {
-        out.push_str("  Retry-After: header lines in the scanned output set the next sleep\n");
-    }
-    if rules.stop_on_timeout {
-        out.push_str("  a timed-out attempt: permanent (--stop-on-timeout)\n");
-    }
-    out.push_str(
-        "  then: a command that cannot start is permanent; any other failure is transient\n",
-    );
-    out
+/// How a throttled failure's backoff differs from the table's.
+fn throttled_line(config: &Config) -> String {
+    let throttled = Policy {
+        delay: config.throttle_delay,
+        ..config.policy.clone()
+    };
+    let ceilings: Vec<String> = (0..3).map(|n| human(throttled.ceiling(n))).collect();
+    format!(
+        "Throttled: after a failure judged throttled (HTTP 429, a 503 with a wait, a rate-limit message) the ceiling grows from --throttle-delay {} instead of --delay (first ceilings {}, ...); the table shows --delay's.",
+        human(config.throttle_delay),
+        ceilings.join(", ")
+    )
 }
 
 pub(crate) fn render(config: &Config) -> String {
@@ -330,6 +274,7 @@ pub(crate) fn render(config: &Config) -> String {
             crate::budget::explain(&budget.name, &budget.settings)
         );
     }
+    let _ = writeln!(out, "{}", throttled_line(config));
     if !config.splay.is_zero() {
         let _ = writeln!(
             out,
@@ -432,7 +377,7 @@ pub(crate) fn render(config: &Config) -> String {
         }
     }
     let _ = writeln!(out);
-    out.push_str(&rules_text(&config.rules));
+    out.push_str(&explain_rules::rules_text(&config.rules));
     // Why a wrapped command has no preset; the command's locale.
     for note in &config.preset_notes {
         let _ = writeln!(out, "  {note}");

@@ -12,6 +12,7 @@ mod checks;
 pub(crate) mod config;
 pub(crate) mod deadline;
 pub(crate) mod explain;
+mod explain_rules;
 pub(crate) mod generate;
 mod parsers;
 
@@ -99,6 +100,10 @@ pub(crate) struct Cli {
     /// Base delay: the ceiling before the first retry
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) delay: Duration,
+
+    /// Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset's rate-limit message); jitter and --cap apply as usual
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
+    pub(crate) throttle_delay: Duration,
 
     /// Growth factor of the ceiling per retry (finite, >= 1)
     #[arg(short = 'm', long, value_name = "X", default_value = "2", value_parser = values::parse_multiplier, allow_hyphen_values = true, help_heading = BACKOFF)]

@@ -141,7 +141,17 @@ impl Backoff<'_> {
 
     /// The sleep after the next failure.
     pub fn next(&mut self, rng: &mut impl Rng) -> Sleep {
-        let policy = self.policy;
+        self.next_from(self.policy.delay, rng)
+    }
+
+    /// The sleep after the next failure, its ceiling grown from `base`
+    /// instead of the policy's delay (a throttled failure's
+    /// `--throttle-delay`); multiplier, cap and jitter as usual.
+    pub fn next_from(&mut self, base: Duration, rng: &mut impl Rng) -> Sleep {
+        let policy = &Policy {
+            delay: base,
+            ..self.policy.clone()
+        };
         let n = self.failures;
         self.failures = self.failures.saturating_add(1);
         let ceiling = policy.ceiling(n);
@@ -202,6 +212,28 @@ mod tests {
         let p = policy(1000, 2.0, 30_000, Jitter::Full);
         let ceilings: Vec<u64> = (0..7).map(|n| p.ceiling(n).as_millis() as u64).collect();
         assert_eq!(ceilings, [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+    }
+
+    #[test]
+    fn a_throttled_sleep_grows_from_its_own_base_on_the_shared_count() {
+        let p = policy(10, 2.0, 5_000, Jitter::None);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut sleeps = p.sleeps();
+        let ms = |sleep: Sleep| sleep.delay.as_millis() as u64;
+        assert_eq!(ms(sleeps.next(&mut rng)), 10);
+        assert_eq!(
+            ms(sleeps.next_from(Duration::from_secs(1), &mut rng)),
+            2_000
+        );
+        assert_eq!(ms(sleeps.next(&mut rng)), 40);
+        // The cap still bounds it, and a decorrelated draw starts at the base.
+        assert_eq!(
+            ms(sleeps.next_from(Duration::from_secs(1), &mut rng)),
+            5_000
+        );
+        let d = policy(10, 2.0, 5_000, Jitter::Decorrelated);
+        let mut sleeps = d.sleeps();
+        assert!(ms(sleeps.next_from(Duration::from_millis(900), &mut rng)) >= 900);
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub(crate) struct Observation<'a> {
     /// Say how a preset chosen from the command name came to apply (the
     /// run's first failure line does).
     pub(crate) name_the_choice: bool,
+    /// Why the HTTP response the attempt printed says the server is
+    /// throttling (`HTTP 429`), when response headers are read: a transient
+    /// verdict becomes throttled.
+    pub(crate) throttling: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +95,17 @@ fn success_code(ending: &Ending, rules: &Rules) -> bool {
 
 pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict {
     let (mut verdict, by_preset) = decide(observation, rules);
+    // The response's own word is better evidence than a preset's reading
+    // of its status (GitHub answers a spent quota with 403); the user's
+    // flags and the hint file still win.
+    let throttled_may_override =
+        verdict.class == Class::Transient || (verdict.class == Class::Permanent && by_preset);
+    if throttled_may_override && let Some(why) = &observation.throttling {
+        verdict.class = Class::Throttled;
+        verdict
+            .reason
+            .push_str(&format!("; the server is throttling ({why})"));
+    }
     // The first failure of a run says which preset the command's name chose.
     if observation.name_the_choice && verdict.class != Class::Success && !by_preset {
         for set in &rules.sets {
@@ -241,6 +256,7 @@ fn hint_verdict(hint: Option<Hint>, what: &str) -> Option<Verdict> {
     let (class, word) = match hint? {
         Hint::Permanent => (Class::Permanent, "permanent"),
         Hint::Transient => (Class::Transient, "transient"),
+        Hint::Throttled => (Class::Throttled, "throttled"),
         Hint::RetryAfter(_) => (Class::Transient, "retry-after"),
     };
     Some(verdict(class, format!("{what}; hint file said {word}")))
@@ -381,6 +397,7 @@ mod tests {
                 matched,
                 lines: &[],
                 name_the_choice: false,
+                throttling: None,
             },
             &all(rules),
         )
@@ -499,6 +516,7 @@ mod tests {
                 matched: &[true],
                 lines: &[],
                 name_the_choice: false,
+                throttling: None,
             },
             &all(&rules),
         );
@@ -519,6 +537,7 @@ mod tests {
                 matched: &[],
                 lines: &[],
                 name_the_choice: false,
+                throttling: None,
             },
             &all(&[user(None, None)]),
         );
@@ -556,6 +575,7 @@ mod tests {
             matched: &[],
             lines: &[],
             name_the_choice: false,
+            throttling: None,
         };
         assert_eq!(classify(&observation, &strict).class, Class::Permanent);
     }
@@ -594,6 +614,7 @@ mod tests {
                 matched,
                 lines: &[],
                 name_the_choice: false,
+                throttling: None,
             },
             rules,
         )

@@ -499,6 +499,9 @@ mod tests {
                 ..case("a transient failure sleeps", exited(3), Class::Transient)
             },
             Case {
+                ..case("a throttled failure sleeps", exited(3), Class::Throttled)
+            },
+            Case {
                 attempt: 5,
                 expected: Ok(RunOutcome::Exhausted),
                 status: Some(ExitStatus::Code(3)),

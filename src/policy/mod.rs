@@ -8,3 +8,4 @@ pub mod backoff;
 pub(crate) mod classify;
 pub(crate) mod decision;
 pub(crate) mod rules;
+pub(crate) mod server_wait;

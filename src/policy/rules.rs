@@ -390,7 +390,7 @@ impl Rules {
         mut sets: Vec<RuleSet>,
         mut until_output: Vec<OutputRule>,
         retry_after: bool,
-    ) -> Result<Rules, String> {
+    ) -> Rules {
         let mut regexes = Vec::new();
         let mut keep_lines = Vec::new();
         let rules = sets
@@ -405,19 +405,18 @@ impl Rules {
         let patterns = if regexes.is_empty() && !retry_after {
             None
         } else {
-            let mut patterns = PatternSet::new(&regexes, retry_after)
-                .map_err(|err| format!("compiling the output patterns: {err}"))?;
+            let mut patterns = PatternSet::new(&regexes, retry_after);
             patterns.keep_lines(keep_lines);
             Some(patterns)
         };
-        Ok(Rules {
+        Rules {
             sets,
             retry_after,
             stop_on_timeout: false,
             success_on_exit: None,
             until_output,
             patterns,
-        })
+        }
     }
 }
 

@@ -108,7 +108,7 @@ impl Advice {
             && class != Class::Permanent
             && !self.said_headers
             && !self.shows_headers
-            && scan.retry_after.is_none()
+            && scan.response.is_empty()
             && let Some(status) = status.filter(|s| s == "429" || s == "503")
         {
             self.said_headers = true;
@@ -178,6 +178,7 @@ fn judged(ending: &Ending, scan: &ScanResult, rules: &Rules) -> crate::policy::c
             matched: &scan.matched,
             lines: &scan.lines,
             name_the_choice: false,
+            throttling: None,
         },
         rules,
     )

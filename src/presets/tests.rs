@@ -54,7 +54,7 @@ fn builtin_named(name: &str) -> Chosen {
 /// `chosen` as the only rule set, compiled.
 fn rules_of(chosen: &Chosen) -> Rules {
     let set = rule_set(chosen, &mut PatternCompiler::default()).unwrap();
-    Rules::new(vec![set], Vec::new(), chosen.preset.retry_after).unwrap()
+    Rules::new(vec![set], Vec::new(), chosen.preset.retry_after)
 }
 
 /// Judge one failed attempt that exited `code` after printing `stderr`,
@@ -83,6 +83,7 @@ fn judge_with(rules: &Rules, code: i32, stderr: &[String]) -> (Class, String) {
             matched: &scan.matched,
             lines: &scan.lines,
             name_the_choice: false,
+            throttling: None,
         },
         rules,
     );

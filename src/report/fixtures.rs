@@ -44,6 +44,7 @@ pub(crate) fn sleep_record(attempt: u64) -> SleepRecord {
         delay: Duration::from_millis(734),
         ceiling: Duration::from_secs(1),
         source: SleepSource::Backoff,
+        header: None,
     }
 }
 

@@ -116,13 +116,18 @@ impl<W: Write> Sink for JsonSink<W> {
 
     fn sleep(&mut self, sleep: &SleepRecord) {
         if !self.quiet() {
-            self.event(json!({
+            let mut event = json!({
                 "event": "sleep",
                 "attempt": sleep.attempt,
                 "delay_ms": millis(sleep.delay),
                 "ceiling_ms": millis(sleep.ceiling),
                 "source": sleep.source.as_str(),
-            }));
+            });
+            // Which response header set a `retry-after` sleep (added field).
+            if let (Some((header, _)), Value::Object(fields)) = (&sleep.header, &mut event) {
+                fields.insert("header".into(), Value::from(*header));
+            }
+            self.event(event);
         }
     }
 
@@ -210,6 +215,26 @@ mod tests {
                 r#"{"event":"attempt","attempt":1,"max_attempts":5,"exit_code":7,"signal":null,"timed_out":false,"duration_ms":123,"outcome":"transient","reason":"exit 7","ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
                 r#"{"event":"sleep","attempt":1,"delay_ms":734,"ceiling_ms":1000,"source":"backoff","ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
             ]
+        );
+    }
+
+    #[test]
+    fn a_throttled_attempt_and_the_header_that_set_its_sleep() {
+        let mut sink = sink(Verbosity::Normal);
+        let mut asked = sleep_record(1);
+        asked.source = SleepSource::RetryAfter;
+        asked.header = Some(("RateLimit", "\"default\";r=0;t=30".to_string()));
+        sink.attempt(&attempt_record(1, Class::Throttled), Some(&asked));
+        let lines = lines(&sink);
+        assert!(
+            lines[0].contains(r#""outcome":"throttled""#),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].contains(r#""source":"retry-after","header":"RateLimit","ts""#),
+            "{}",
+            lines[1]
         );
     }
 

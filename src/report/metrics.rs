@@ -62,6 +62,20 @@ pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> Str
         "How the last run ended: 1 for its outcome, 0 for the others.",
         &outcomes,
     );
+    let failures = summary.failures;
+    let by_verdict: Vec<(String, String)> = [
+        ("transient", failures.transient),
+        ("throttled", failures.throttled),
+        ("permanent", failures.permanent),
+    ]
+    .iter()
+    .map(|(verdict, count)| (format!(",verdict=\"{verdict}\""), count.to_string()))
+    .collect();
+    gauge(
+        "retry_failures",
+        "Failed attempts of the last run by verdict (throttled: a transient failure known to be throttling).",
+        &by_verdict,
+    );
     gauge(
         "retry_success",
         "1 if the last run succeeded, else 0.",
@@ -182,6 +196,7 @@ pub(crate) fn write_atomically(path: &Path, content: &str) -> Result<()> {
 mod tests {
     use super::*;
     use crate::exit::ExitStatus;
+    use crate::outcome::Failures;
     use std::time::Duration;
 
     #[test]
@@ -191,6 +206,7 @@ mod tests {
             outcome: RunOutcome::Exhausted,
             attempts: 5,
             elapsed: Duration::from_millis(14_900),
+            failures: Failures::default(),
         };
         let text = render(
             "nightly \"db\"",
@@ -220,6 +236,10 @@ mod tests {
             outcome: RunOutcome::Success,
             attempts: 1,
             elapsed: Duration::from_millis(250),
+            failures: Failures {
+                throttled: 2,
+                ..Failures::default()
+            },
         };
         let text = render("job", &summary, UNIX_EPOCH + Duration::from_millis(1_500));
         let mut expected = String::from(
@@ -240,7 +260,12 @@ mod tests {
             ));
         }
         expected.push_str(
-            "# HELP retry_success 1 if the last run succeeded, else 0.\n\
+            "# HELP retry_failures Failed attempts of the last run by verdict (throttled: a transient failure known to be throttling).\n\
+             # TYPE retry_failures gauge\n\
+             retry_failures{name=\"job\",verdict=\"transient\"} 0\n\
+             retry_failures{name=\"job\",verdict=\"throttled\"} 2\n\
+             retry_failures{name=\"job\",verdict=\"permanent\"} 0\n\
+             # HELP retry_success 1 if the last run succeeded, else 0.\n\
              # TYPE retry_success gauge\n\
              retry_success{name=\"job\"} 1\n\
              # HELP retry_exit_status Exit status of the last run (128+N for signal N).\n\
@@ -263,6 +288,7 @@ mod tests {
             outcome: RunOutcome::CircuitOpen,
             attempts: 0,
             elapsed: Duration::ZERO,
+            failures: Failures::default(),
         };
         let text = render("a\\b\nc", &summary, UNIX_EPOCH);
         assert!(

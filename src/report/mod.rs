@@ -146,6 +146,9 @@ pub(crate) struct SleepRecord {
     pub(crate) delay: Duration,
     pub(crate) ceiling: Duration,
     pub(crate) source: SleepSource,
+    /// The response header that set a `retry-after` sleep (`X-RateLimit-Reset`)
+    /// and how its value was read; `None` for a hint or a backoff.
+    pub(crate) header: Option<(&'static str, String)>,
 }
 
 pub(crate) struct DoneRecord {

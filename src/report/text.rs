@@ -146,10 +146,14 @@ impl<W: Write> TextSink<W> {
             self.say(WARNING, &format!("attempt {of} failed: {what}"));
             return;
         };
-        let why = match sleep.source {
-            SleepSource::RetryAfter => " as Retry-After asked",
-            SleepSource::Hint => " as the hint file asked",
-            SleepSource::Backoff | SleepSource::Splay => "",
+        let why = match (sleep.source, &sleep.header) {
+            (SleepSource::RetryAfter, Some((header, reading))) if self.verbose() => {
+                format!(" as {header} asked ({header}: {reading})")
+            }
+            (SleepSource::RetryAfter, Some((header, _))) => format!(" as {header} asked"),
+            (SleepSource::RetryAfter, None) => " as Retry-After asked".to_string(),
+            (SleepSource::Hint, _) => " as the hint file asked".to_string(),
+            (SleepSource::Backoff | SleepSource::Splay, _) => String::new(),
         };
         what.push_str(&format!("; retrying in {}{why}", human(sleep.delay)));
         let line = format!("attempt {of} failed: {what}");
@@ -351,6 +355,32 @@ mod tests {
 
     fn written(bytes: &[u8]) -> &str {
         std::str::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_throttled_attempt_names_the_header_that_set_its_sleep_and_v_how_it_was_read() {
+        let mut asked = sleep_record(1);
+        asked.source = SleepSource::RetryAfter;
+        asked.delay = Duration::from_secs(42);
+        asked.header = Some((
+            "X-RateLimit-Reset",
+            "1796119242, read as Unix time (epoch seconds)".to_string(),
+        ));
+        let mut normal = sink(Verbosity::Normal);
+        normal.attempt(&attempt_record(1, Class::Throttled), Some(&asked));
+        assert_eq!(
+            written(&normal.out),
+            "retry: attempt 1/5 failed: exit 7 (throttled); retrying in 42s as X-RateLimit-Reset asked\n"
+        );
+        let mut verbose = sink(Verbosity::Verbose);
+        verbose.attempt(&attempt_record(1, Class::Throttled), Some(&asked));
+        assert!(
+            written(&verbose.out).contains(
+                "(throttled); retrying in 42s as X-RateLimit-Reset asked (X-RateLimit-Reset: 1796119242, read as Unix time (epoch seconds))"
+            ),
+            "{}",
+            written(&verbose.out)
+        );
     }
 
     #[test]

@@ -91,6 +91,7 @@ impl Run<'_> {
                 Instant::now(),
                 (proposed.sleep, proposed.source),
             );
+            self.count_failure(verdict.class);
             let record = attempt_record(attempt, self.setup.config.attempts, &judged, verdict);
             last_ending = Some(judged.outcome.ending.clone());
             let ended = |done| Ok(Ended::new(done, attempt, last_ending.clone(), in_a_row));
@@ -137,6 +138,10 @@ impl Run<'_> {
                             delay: sleep.delay,
                             ceiling: sleep.ceiling,
                             source,
+                            header: proposed
+                                .header
+                                .as_ref()
+                                .map(|wait| (wait.header, wait.reading.clone())),
                         }),
                     );
                     if let Some(signal) = signals::sleep_until(
@@ -169,6 +174,17 @@ impl Run<'_> {
         }
     }
 
+    /// A failed attempt's final verdict, for the metrics.
+    fn count_failure(&mut self, class: Class) {
+        let failures = &mut self.state.failures;
+        match class {
+            Class::Success => {}
+            Class::Transient => failures.transient += 1,
+            Class::Throttled => failures.throttled += 1,
+            Class::Permanent => failures.permanent += 1,
+        }
+    }
+
     /// `--splay`: a random sleep before the first attempt; a signal that
     /// cuts it short is returned.
     fn splay(&mut self, signals: &mut SignalEvents, reporter: &mut Reporter) -> Option<i32> {
@@ -183,6 +199,7 @@ impl Run<'_> {
             delay,
             ceiling: splay,
             source: SleepSource::Splay,
+            header: None,
         });
         signals::sleep_until(&mut signals.events, Instant::now() + delay, || {})
     }

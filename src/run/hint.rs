@@ -1,14 +1,14 @@
-//! The two ways an attempt can tell retry how long to wait, or whether to
-//! retry at all: the hint file (`$RETRY_HINT_FILE`) and an HTTP Retry-After
-//! header in its output. This module owns the hint file (its place, its
-//! reading, its removal) and both parsers.
+//! The hint file (`$RETRY_HINT_FILE`), one way an attempt can tell retry how
+//! long to wait, or whether to retry at all (the other, response headers in
+//! its output, is `policy::server_wait`'s): its place, its reading, its
+//! removal and its parser.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use crate::outcome::Hint;
 use crate::safe_fs::{self, Kind, PrivateDir, Unreadable};
+use crate::scan::Response;
 use crate::text::sanitize_line;
 use crate::values::parse_duration;
 
@@ -102,7 +102,7 @@ impl HintFile {
     /// starts without one. A word that is not a hint, or something that is
     /// not a small regular file (a FIFO, a symlink, a device: never opened
     /// for reading, so nothing blocks), is an error message, of one line.
-    pub(crate) fn take(&mut self) -> Result<Option<Hint>, String> {
+    pub(crate) fn take(&mut self) -> Result<Option<HintContent>, String> {
         let Ok(dir) = &self.dir else {
             return Ok(None);
         };
@@ -126,7 +126,7 @@ impl HintFile {
         };
         match read {
             Ok(None) => Ok(None),
-            Ok(Some(bytes)) => parse_hint(&String::from_utf8_lossy(&bytes)),
+            Ok(Some(bytes)) => parse_content(&String::from_utf8_lossy(&bytes)),
             Err(Unreadable::NotRegular(kind)) => Err(format!(
                 "hint file is {}, ignored{left_behind}",
                 kind.described()
@@ -155,8 +155,37 @@ fn tmpdir_is_set() -> bool {
     std::env::var_os("TMPDIR").is_some_and(|value| !value.is_empty())
 }
 
-/// Parse the hint file's content: one word, `permanent`, `transient` or
-/// `retry-after=DURATION`. Surrounding white space is ignored; an empty file
+/// What an attempt left in its hint file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HintContent {
+    /// One word.
+    Word(Hint),
+    /// The headers of an HTTP response (`curl -D "$RETRY_HINT_FILE"`): read
+    /// like the response headers in the output, `--retry-after` or not.
+    Headers(Box<Response>),
+}
+
+/// A word, else the headers of a response (a status line or a header
+/// retry reads), else the word's problem.
+fn parse_content(content: &str) -> Result<Option<HintContent>, String> {
+    match parse_hint(content) {
+        Ok(hint) => Ok(hint.map(HintContent::Word)),
+        Err(problem) => {
+            let mut response = Response::default();
+            for line in content.lines() {
+                response.observe(line.as_bytes());
+            }
+            if response.is_empty() {
+                Err(problem)
+            } else {
+                Ok(Some(HintContent::Headers(Box::new(response))))
+            }
+        }
+    }
+}
+
+/// Parse the hint file's content: one word, `permanent`, `transient`,
+/// `throttled` or `retry-after=DURATION`. Surrounding white space is ignored; an empty file
 /// is no hint.
 pub(crate) fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
     let word = content.trim();
@@ -166,6 +195,7 @@ pub(crate) fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
     match word.to_ascii_lowercase().as_str() {
         "permanent" => return Ok(Some(Hint::Permanent)),
         "transient" => return Ok(Some(Hint::Transient)),
+        "throttled" => return Ok(Some(Hint::Throttled)),
         _ => {}
     }
     if let Some(value) = word.strip_prefix("retry-after=") {
@@ -180,32 +210,22 @@ pub(crate) fn parse_hint(content: &str) -> Result<Option<Hint>, String> {
             });
     }
     Err(format!(
-        "hint file: '{}' is not one of permanent, transient, retry-after=DURATION",
+        "hint file: '{}' is not one of permanent, transient, throttled, retry-after=DURATION",
         sanitize_line(word, MAX_QUOTED_CHARS)
     ))
 }
 
-/// The value of a Retry-After header (RFC 9110 section 10.2.3): a number of
-/// seconds, or an HTTP-date, which becomes the time from `now` until then (0
-/// if it has passed). `None` when it is neither.
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        let seconds: u64 = value.parse().unwrap_or(u64::MAX);
-        return Some(Duration::from_secs(seconds).min(crate::values::MAX_DURATION));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
     fn hint_words() {
         assert_eq!(parse_hint("permanent\n"), Ok(Some(Hint::Permanent)));
         assert_eq!(parse_hint(" transient "), Ok(Some(Hint::Transient)));
+        assert_eq!(parse_hint("Throttled"), Ok(Some(Hint::Throttled)));
         assert_eq!(
             parse_hint("retry-after=1.5s"),
             Ok(Some(Hint::RetryAfter(Duration::from_millis(1500))))
@@ -241,7 +261,13 @@ mod tests {
         assert!(path.is_absolute());
         assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o700);
         std::fs::write(&path, "permanent\n").unwrap();
-        assert_eq!(hint.take(), Ok(Some(Hint::Permanent)));
+        assert_eq!(hint.take(), Ok(Some(HintContent::Word(Hint::Permanent))));
+        std::fs::write(&path, "HTTP/2 429\r\nretry-after: 3\r\n\r\n").unwrap();
+        let Ok(Some(HintContent::Headers(response))) = hint.take() else {
+            panic!("not read as headers");
+        };
+        assert_eq!(response.status, Some(429));
+        assert_eq!(response.retry_after.as_deref(), Some("3"));
         assert!(!path.exists());
         assert_eq!(hint.take(), Ok(None));
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
@@ -274,29 +300,5 @@ mod tests {
         assert_eq!(hint.prepare(), Ok(()));
         assert_eq!(hint.take(), Ok(None));
         assert_eq!(hint.prepare(), Ok(()));
-    }
-
-    #[test]
-    fn retry_after_seconds_and_http_dates() {
-        let now = httpdate::parse_http_date("Tue, 01 Dec 2026 10:00:00 GMT").unwrap();
-        assert_eq!(
-            parse_retry_after("120", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(parse_retry_after(" 5 ", now), Some(Duration::from_secs(5)));
-        assert_eq!(
-            parse_retry_after("Tue, 01 Dec 2026 10:00:30 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after("Tue, 01 Dec 2026 09:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(parse_retry_after("-5", now), None);
-        assert_eq!(
-            parse_retry_after("99999999999999999999999", now),
-            Some(crate::values::MAX_DURATION)
-        );
     }
 }

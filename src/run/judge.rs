@@ -2,19 +2,21 @@
 //! output's wiring, then what `classify` makes of how it ended.
 
 use std::ffi::OsString;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use anyhow::Result;
 
 use super::{Run, Setup};
 use crate::outcome::Hint;
 use crate::policy::classify::{self, Class, Observation, Verdict};
+use crate::policy::server_wait;
 use crate::process::signals::SignalEvents;
 use crate::process::{ChildIo, Launch};
 use crate::report::Reporter;
 use crate::run::attempt::{self, AttemptSpec, Outcome, OutputPlan};
 use crate::run::deliver::HeldStdout;
-use crate::run::hint::HintFile;
+use crate::run::hint::{HintContent, HintFile};
+use crate::scan::Response;
 
 /// One attempt, judged.
 pub(super) struct Judged {
@@ -22,6 +24,8 @@ pub(super) struct Judged {
     pub(super) hint: Option<Hint>,
     /// What `classify` made of it (the decision makes it final).
     pub(super) verdict: Verdict,
+    /// The HTTP response whose headers may set the next sleep.
+    pub(super) response: Option<Response>,
 }
 
 impl Run<'_> {
@@ -75,9 +79,22 @@ impl Run<'_> {
             reporter.warning("stdin", problem);
         }
         self.note_lost_output(&outcome.lost, reporter);
-        let hint = self.files.hint.take().unwrap_or_else(|problem| {
+        let taken = self.files.hint.take().unwrap_or_else(|problem| {
             reporter.warning("hint", &problem);
             None
+        });
+        let (hint, hint_headers) = match taken {
+            Some(HintContent::Word(hint)) => (Some(hint), None),
+            Some(HintContent::Headers(response)) => (None, Some(*response)),
+            None => (None, None),
+        };
+        // The response headers read: the hint file's, else the output's
+        // when asked for (--retry-after, the curl and wget presets).
+        let response = hint_headers.or_else(|| {
+            config
+                .rules
+                .retry_after
+                .then(|| outcome.scan.response.clone())
         });
         let observation = Observation {
             ending: &outcome.ending,
@@ -85,6 +102,9 @@ impl Run<'_> {
             matched: &outcome.scan.matched,
             lines: &outcome.scan.lines,
             name_the_choice: !self.state.choice_said,
+            throttling: response
+                .as_ref()
+                .and_then(|response| server_wait::throttling(response, SystemTime::now())),
         };
         let verdict = classify::classify(&observation, &config.rules);
         self.state.choice_said |= verdict.class != Class::Success;
@@ -99,6 +119,7 @@ impl Run<'_> {
             outcome,
             hint,
             verdict,
+            response,
         })
     }
 }

@@ -39,7 +39,7 @@ use rand::rngs::SmallRng;
 
 use crate::budget::Budget;
 use crate::cli::config::Config;
-use crate::outcome::{RunOutcome, RunSummary};
+use crate::outcome::{Failures, RunOutcome, RunSummary};
 use crate::policy::decision::{Done, End, Limits};
 use crate::presets::advice::Advice;
 use crate::process::signals::{self, SignalEvents};
@@ -100,6 +100,8 @@ struct State<'a> {
     advice: Advice,
     /// A failure line said which preset the command's name chose.
     choice_said: bool,
+    /// Failed attempts so far, by final verdict.
+    failures: Failures,
 }
 
 pub(crate) fn run(
@@ -172,5 +174,6 @@ pub(crate) fn run(
         outcome,
         attempts,
         elapsed,
+        failures: run.state.failures,
     })
 }

@@ -13,6 +13,7 @@ use super::{Files, Run, Setup, State};
 use crate::budget::Budget;
 use crate::cli::config::Config;
 use crate::cli::deadline;
+use crate::outcome::Failures;
 use crate::policy::decision::Limits;
 use crate::presets::advice::Advice;
 use crate::report::{Reporter, Verbosity};
@@ -79,6 +80,7 @@ impl<'a> Run<'a> {
             lost: Lost::default(),
             advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
             choice_said: false,
+            failures: Failures::default(),
         };
         Ok(Run {
             setup,

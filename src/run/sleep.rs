@@ -1,6 +1,8 @@
 //! How long the sleep after an attempt would be, and why: the hint file's
-//! retry-after, else a `Retry-After` header in the output (when asked
-//! for), else the backoff's draw. The decision says whether it happens.
+//! retry-after, else a wait a response header in the output asked for
+//! (`Retry-After`, the rate-limit fields; when asked for), else the
+//! backoff's draw, from `--throttle-delay` after a throttled failure. The
+//! decision says whether it happens.
 
 use std::time::{Duration, SystemTime};
 
@@ -9,8 +11,7 @@ use super::judge::Judged;
 use crate::outcome::{Hint, SleepSource};
 use crate::policy::backoff::{Backoff, Sleep};
 use crate::policy::classify::Class;
-use crate::run::hint;
-use crate::scan::ScanResult;
+use crate::policy::server_wait::{ServerWait, server_wait};
 use crate::values::human;
 
 /// The sleep that would follow an attempt.
@@ -20,14 +21,17 @@ pub(super) struct Proposed {
     /// A request longer than `--max-retry-after`, not obeyed: the warning
     /// that says so (given only when a retry follows).
     pub(super) not_obeyed: Option<String>,
+    /// The response header that set the sleep, and how its value was read.
+    pub(super) header: Option<ServerWait>,
 }
 
 impl Run<'_> {
-    /// A hint's retry-after, else a Retry-After header (when asked for),
-    /// else the backoff. The first two are not clamped by `--cap`: the
-    /// server knows. A request longer than `--max-retry-after` is not
-    /// obeyed (a broken or hostile server could ask for years): the
-    /// backoff's draw is used, and `not_obeyed` says so.
+    /// A hint's retry-after, else a wait a response's headers asked for
+    /// (the hint file's, or the output's when asked for), else the
+    /// backoff. The first two are not clamped by `--cap`: the server
+    /// knows. A request longer than `--max-retry-after` is not obeyed (a
+    /// broken or hostile server could ask for years): the backoff's draw is
+    /// used, and `not_obeyed` says so.
     pub(super) fn proposed_sleep(
         &mut self,
         judged: &Judged,
@@ -37,21 +41,26 @@ impl Run<'_> {
         if judged.verdict.class == Class::Success && config.hooks.successes > 1 {
             return confirming(config.policy.delay.min(config.policy.cap), backoff);
         }
-        let told = match judged.hint {
-            Some(Hint::RetryAfter(delay)) => Some((delay, SleepSource::Hint)),
-            _ if config.rules.retry_after => {
-                retry_after_header(&judged.outcome.scan).map(|d| (d, SleepSource::RetryAfter))
-            }
-            _ => None,
+        let mut header = None;
+        let told = if let Some(Hint::RetryAfter(delay)) = judged.hint {
+            Some((delay, SleepSource::Hint))
+        } else {
+            header = judged
+                .response
+                .as_ref()
+                .and_then(|response| server_wait(response, SystemTime::now()));
+            header
+                .as_ref()
+                .map(|wait| (wait.delay, SleepSource::RetryAfter))
         };
         let limit = config.max_retry_after;
         let mut not_obeyed = None;
         let told = told.filter(|&(delay, source)| {
             let obeyed = delay <= limit;
             if !obeyed {
-                let asker = match source {
-                    SleepSource::Hint => "the hint file",
-                    _ => "Retry-After",
+                let asker = match (&header, source) {
+                    (Some(wait), SleepSource::RetryAfter) => wait.header,
+                    _ => "the hint file",
                 };
                 not_obeyed = Some(format!(
                     "{asker} asked for {}, longer than --max-retry-after {}: not obeyed, backing off instead",
@@ -61,20 +70,29 @@ impl Run<'_> {
             }
             obeyed
         });
-        let (sleep, source) = match told {
-            Some((delay, source)) => (
-                Sleep {
-                    delay,
-                    ceiling: delay,
-                },
-                source,
-            ),
-            None => (backoff.next(&mut self.state.rng), SleepSource::Backoff),
+        if told.is_none() {
+            header = None;
+        }
+        let (sleep, source) = if let Some((delay, source)) = told {
+            let sleep = Sleep {
+                delay,
+                ceiling: delay,
+            };
+            (sleep, source)
+        } else {
+            let base = if judged.verdict.class == Class::Throttled {
+                config.throttle_delay
+            } else {
+                config.policy.delay
+            };
+            let sleep = backoff.next_from(base, &mut self.state.rng);
+            (sleep, SleepSource::Backoff)
         };
         Proposed {
             sleep,
             source,
             not_obeyed,
+            header,
         }
     }
 }
@@ -91,11 +109,6 @@ fn confirming(delay: Duration, backoff: &mut Backoff<'_>) -> Proposed {
         },
         source: SleepSource::Backoff,
         not_obeyed: None,
+        header: None,
     }
-}
-
-/// The delay a `Retry-After` header in the output asked for.
-fn retry_after_header(scan: &ScanResult) -> Option<Duration> {
-    let value = scan.retry_after.as_deref()?;
-    hint::parse_retry_after(value, SystemTime::now())
 }

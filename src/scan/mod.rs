@@ -29,12 +29,14 @@
 //! the lazy DFA's cache and fall back to the slow NFA simulation (0.5 MiB/s);
 //! widened, the set stays on the lazy DFA.
 
+mod headers;
 mod widen;
 
 use regex::bytes::Regex;
 use regex_automata::{Input, MatchKind, PatternSet as Hits, meta};
 use regex_syntax::hir::Hir;
 
+pub(crate) use headers::Response;
 use widen::widen;
 
 /// Longest line (prefix) the scanner keeps for matching.
@@ -54,12 +56,12 @@ pub(crate) struct PatternSet {
     /// `None` if it could not be built: every line is then a candidate.
     per_block: Option<meta::Regex>,
     /// Step 2: the widened patterns as a set (pattern `i` is rule `i`, the
-    /// Retry-After pattern comes last). `None` if it could not be built:
+    /// response headers' rule comes last). `None` if it could not be built:
     /// every pattern is then asked exactly.
     per_line: Option<meta::Regex>,
-    /// Index in `per_line` of the Retry-After pattern, when it is wanted.
-    retry_after: Option<usize>,
-    retry_after_value: Regex,
+    /// Index in `per_line` of the rule that reads a response's status and
+    /// rate-limit headers (`headers`), when they are wanted.
+    headers: Option<usize>,
     /// Some pattern matches an empty line. `per_block` finds every line
     /// but one kind: the empty line between a `\r` and a `\n`, where its
     /// CRLF-mode `^` and `$` never match; such lines are checked apart.
@@ -72,24 +74,20 @@ pub(crate) struct PatternSet {
 /// How much of a matched line is kept for a message's capture groups.
 pub(crate) const KEPT_LINE: usize = 1024;
 
-/// `Retry-After: 5`, also as `curl -v` prints it (`< Retry-After: 5`).
-const RETRY_AFTER: &str = r"(?i)^\s*(?:<\s*)?retry-after\s*:\s*(.*?)\s*$";
-/// What steps 1 and 2 look for in place of [`RETRY_AFTER`]: a line matching
-/// it contains this, and the literal keeps `per_block` on its fast search.
-const RETRY_AFTER_WIDENED: &str = "(?i:retry-after)";
 /// Compiled size limit of the widened automata (each user pattern is
 /// limited to 10 MiB on its own, all of them to 64 MiB together; widened,
 /// they are no bigger). Past it, the prefilters give way to the exact step.
 const SIZE_LIMIT: usize = 64 * 1024 * 1024;
 
 impl PatternSet {
-    /// Compile `patterns`, numbered in the order given, and the Retry-After
-    /// header pattern when wanted.
-    pub(crate) fn new(patterns: &[Regex], want_retry_after: bool) -> anyhow::Result<PatternSet> {
+    /// Compile `patterns`, numbered in the order given, and the rule that
+    /// reads response headers (Retry-After and the rate-limit fields) when
+    /// wanted.
+    pub(crate) fn new(patterns: &[Regex], want_headers: bool) -> PatternSet {
         let patterns = patterns.to_vec();
         let mut sources: Vec<&str> = patterns.iter().map(Regex::as_str).collect();
-        let retry_after = want_retry_after.then(|| {
-            sources.push(RETRY_AFTER_WIDENED);
+        let headers = want_headers.then(|| {
+            sources.push(headers::WIDENED);
             sources.len() - 1
         });
         // Each source was accepted by the regex crate with its default
@@ -121,15 +119,14 @@ impl PatternSet {
             None => (None, None),
         };
         let empty_line_matches = patterns.iter().any(|p| p.is_match(b""));
-        Ok(PatternSet {
+        PatternSet {
             patterns,
             per_block,
             per_line,
-            retry_after,
-            retry_after_value: Regex::new(RETRY_AFTER)?,
+            headers,
             empty_line_matches,
             keep_line: Vec::new(),
-        })
+        }
     }
 
     /// Keep the first matching line (at most [`KEPT_LINE`] bytes) of the
@@ -138,9 +135,9 @@ impl PatternSet {
         self.keep_line = flags;
     }
 
-    /// How many rules steps 1 and 2 know: the patterns, then Retry-After.
+    /// How many rules steps 1 and 2 know: the patterns, then the headers.
     fn rules(&self) -> usize {
-        self.patterns.len() + usize::from(self.retry_after.is_some())
+        self.patterns.len() + usize::from(self.headers.is_some())
     }
 }
 
@@ -149,8 +146,9 @@ impl PatternSet {
 pub(crate) struct ScanResult {
     /// Per pattern of the set: did some line match?
     pub(crate) matched: Vec<bool>,
-    /// The value of the last Retry-After header line.
-    pub(crate) retry_after: Option<String>,
+    /// The status and rate-limit headers of the last response printed
+    /// (read only when asked for: `--retry-after`).
+    pub(crate) response: Response,
     /// Per pattern flagged by [`PatternSet::keep_lines`]: the first line it
     /// matched, cut at [`KEPT_LINE`] bytes. Empty when none is flagged.
     pub(crate) lines: Vec<Option<Vec<u8>>>,
@@ -164,8 +162,8 @@ impl ScanResult {
         for (mine, theirs) in self.matched.iter_mut().zip(&other.matched) {
             *mine |= *theirs;
         }
-        if other.retry_after.is_some() {
-            self.retry_after.clone_from(&other.retry_after);
+        if !other.response.is_empty() {
+            self.response.clone_from(&other.response);
         }
         if self.lines.len() < other.lines.len() {
             self.lines.resize(other.lines.len(), None);
@@ -187,7 +185,7 @@ pub(crate) struct Scanner<'a> {
     block_cache: Option<meta::Cache>,
     line_cache: Option<meta::Cache>,
     hits: Hits,
-    /// Patterns not matched yet: at 0 (and no Retry-After wanted) nothing
+    /// Patterns not matched yet: at 0 (and no headers wanted) nothing
     /// more can be learnt from the stream.
     unmatched: usize,
 }
@@ -220,7 +218,7 @@ impl<'a> Scanner<'a> {
             line: Vec::new(),
             result: ScanResult {
                 matched: vec![false; set.patterns.len()],
-                retry_after: None,
+                response: Response::default(),
                 lines: vec![None; set.keep_line.len()],
             },
             block_cache: set.per_block.as_ref().map(meta::Regex::create_cache),
@@ -231,7 +229,7 @@ impl<'a> Scanner<'a> {
     }
 
     pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
-        if self.unmatched == 0 && self.set.retry_after.is_none() {
+        if self.unmatched == 0 && self.set.headers.is_none() {
             return;
         }
         let Some(first_end) = memchr::memchr2(b'\n', b'\r', chunk) else {
@@ -346,16 +344,8 @@ impl<'a> Scanner<'a> {
 
     /// Step 3: does rule `rule` really match `line`?
     fn confirm(&mut self, rule: usize, line: &[u8]) {
-        if Some(rule) == self.set.retry_after {
-            if let Some(value) = self
-                .set
-                .retry_after_value
-                .captures(line)
-                .and_then(|c| c.get(1))
-            {
-                self.result.retry_after =
-                    Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
-            }
+        if Some(rule) == self.set.headers {
+            self.result.response.observe(line);
         } else if !self.result.matched[rule] && self.set.patterns[rule].is_match(line) {
             self.result.matched[rule] = true;
             self.unmatched -= 1;
@@ -380,7 +370,7 @@ mod tests {
             .chain(retry)
             .map(|source| Regex::new(source).unwrap())
             .collect::<Vec<_>>();
-        PatternSet::new(&patterns, retry_after).unwrap()
+        PatternSet::new(&patterns, retry_after)
     }
 
     fn scan_in_chunks(set: &PatternSet, input: &[u8], chunk: usize) -> ScanResult {
@@ -522,14 +512,13 @@ mod tests {
     /// window, matched alone by each pattern's own regex.
     fn reference(sources: &[&str], retry_after: bool, input: &[u8]) -> ScanResult {
         let regexes: Vec<Regex> = sources.iter().map(|s| Regex::new(s).unwrap()).collect();
-        let header = Regex::new(RETRY_AFTER).unwrap();
         let mut lines: Vec<&[u8]> = input.split(|&b| b == b'\n' || b == b'\r').collect();
         if lines.last().is_some_and(|line| line.is_empty()) {
             lines.pop();
         }
         let mut result = ScanResult {
             matched: vec![false; regexes.len()],
-            retry_after: None,
+            response: Response::default(),
             lines: Vec::new(),
         };
         for line in lines {
@@ -537,8 +526,8 @@ mod tests {
             for (matched, regex) in result.matched.iter_mut().zip(&regexes) {
                 *matched |= regex.is_match(line);
             }
-            if retry_after && let Some(value) = header.captures(line).and_then(|c| c.get(1)) {
-                result.retry_after = Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+            if retry_after {
+                result.response.observe(line);
             }
         }
         result
@@ -709,6 +698,10 @@ mod tests {
             b"<",
             b"Retry-After: 7",
             b"retry-after:3",
+            b"HTTP/1.1 429 ",
+            b" < x-RateLimit-Reset: 60",
+            b"RateLimit: \"d\";r=0;t=5",
+            b"Date: ",
         ];
         proptest::collection::vec(proptest::sample::select(PIECES), 0..40)
             .prop_map(|pieces| pieces.concat())
@@ -779,7 +772,8 @@ mod tests {
         let set = set(&[], &[], true);
         let input = b"HTTP/1.1 503\r\nRetry-After: 120\r\n\r\n< retry-after: 5\r\nbody\n";
         let result = scan_in_chunks(&set, input, 7);
-        assert_eq!(result.retry_after.as_deref(), Some("5"));
+        assert_eq!(result.response.retry_after.as_deref(), Some("5"));
+        assert_eq!(result.response.status, Some(503));
     }
 
     #[test]

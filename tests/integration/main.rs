@@ -25,6 +25,7 @@ mod presets_more;
 mod presets_network;
 mod presets_wrapped;
 mod process;
+mod ratelimit;
 mod release;
 mod shipping;
 mod simulation;

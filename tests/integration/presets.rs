@@ -135,7 +135,7 @@ fn curl_names_the_transient_status_it_got() {
         .stderr(predicate::str::contains(
             "exit 22; curl reported HTTP 502 (preset curl, chosen from the command name) (transient)",
         ))
-        .stderr(predicate::str::contains("exit 22; curl reported HTTP 429 (preset curl) (transient)"));
+        .stderr(predicate::str::contains("exit 22; curl reported HTTP 429 (preset curl) (throttled)"));
     assert_eq!(served.load(Ordering::SeqCst), 3);
 }
 
