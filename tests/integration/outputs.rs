@@ -1,0 +1,204 @@
+//! Where the command's output goes (issue 25, items 2, 7 and 19): a reader
+//! that takes nothing (a socket, a terminal) holds retry past none of its
+//! limits and leaves it hearing signals; a held stdout is the successful
+//! attempt's alone; a terminal stays the command's where nothing scans it.
+//!
+//! The stalled readers and the terminals are made by python3 (a socket
+//! pair, `os.openpty`, `pty.fork`), which holds the far end and never
+//! reads it.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::util::*;
+
+// ---- A reader that takes nothing: a socket, a terminal ----
+
+/// What the stalled reader is.
+#[derive(Clone, Copy, Debug)]
+enum Stall {
+    /// A unix stream socket, as systemd's journal stream is, nobody reading.
+    Socket,
+    /// A pseudo-terminal whose master nobody reads (as a terminal stopped
+    /// with Ctrl-S).
+    Terminal,
+}
+
+/// Which of retry's outputs lead to the stalled reader.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    Stdout,
+    Both,
+}
+
+const STALLED_RUN: &str = r"
+import os, signal, socket, subprocess, sys, time
+kind, held, term_after = sys.argv[1], sys.argv[2], float(sys.argv[3])
+if kind == 'terminal':
+    keep, end = os.openpty()
+else:
+    a, b = socket.socketpair()
+    keep, end = b.detach(), a.detach()
+out = end
+err = end if held == 'both' else subprocess.DEVNULL
+started = time.monotonic()
+child = subprocess.Popen(sys.argv[4:], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+os.close(end)
+if term_after > 0:
+    time.sleep(term_after)
+    child.send_signal(signal.SIGTERM)
+try:
+    status = child.wait(timeout=30)
+except subprocess.TimeoutExpired:
+    child.kill()
+    child.wait()
+    print('hung')
+    sys.exit(0)
+print(status, round((time.monotonic() - started) * 1000))
+";
+
+/// Run `retry ARGS` with `held` leading to a `stall` reader, SIGTERM after
+/// `term_after` if given: the status as Python reports it (negative: the
+/// signal), and how long it took. Fails on a hang (30 s).
+fn stalled(stall: Stall, held: Held, args: &[&str], term_after: Option<Duration>) -> (i32, u64) {
+    let kind = match stall {
+        Stall::Socket => "socket",
+        Stall::Terminal => "terminal",
+    };
+    let held_name = match held {
+        Held::Stdout => "stdout",
+        Held::Both => "both",
+    };
+    let after = term_after
+        .map_or(0.0, |after| after.as_secs_f64())
+        .to_string();
+    let output = std::process::Command::new("python3")
+        .args(["-c", STALLED_RUN, kind, held_name, &after, BIN])
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("python3 runs the stalled reader");
+    let said = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    assert_ne!(
+        said, "hung",
+        "retry {args:?} hung on a {kind} that takes nothing"
+    );
+    let mut words = said.split_whitespace().map(|word| word.parse().unwrap());
+    let (Some(status), Some(took)) = (words.next(), words.next()) else {
+        panic!("the stall driver said {said:?}");
+    };
+    (status, u64::try_from(took).unwrap())
+}
+
+/// More output than a socket or terminal buffer holds, then a failure.
+const FLOOD: &str = "head -c 30000000 /dev/zero; sleep 1; exit 1";
+
+/// What it takes for the run to end well after its limit: a hang is 30 s.
+const LATE_MS: u64 = 10_000;
+
+fn scanned(rest: &[&'static str]) -> Vec<&'static str> {
+    let mut args = vec!["--scan-stdout", "--retry-on-output", "zzz"];
+    args.extend_from_slice(rest);
+    args
+}
+
+#[test]
+fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
+    // Scanned output passed on by a pump. Before: the pump blocked in its
+    // write to the socket, and retry with it, past -t, --max-time and
+    // SIGTERM.
+    for held in [Held::Stdout, Held::Both] {
+        let (status, took) = stalled(
+            Stall::Socket,
+            held,
+            &scanned(&["-t", "1s", "--", "sh", "-c", FLOOD]),
+            None,
+        );
+        assert_eq!(status, 124, "{held:?} -t, after {took} ms");
+        assert!(took < LATE_MS, "{held:?} -t: {took} ms");
+        let (status, took) = stalled(
+            Stall::Socket,
+            held,
+            &scanned(&["-n", "3", "--max-time", "2s", "--", "sh", "-c", FLOOD]),
+            None,
+        );
+        assert_eq!(status, 124, "{held:?} --max-time, after {took} ms");
+        assert!(took < LATE_MS, "{held:?} --max-time: {took} ms");
+        let (status, took) = stalled(
+            Stall::Socket,
+            held,
+            &scanned(&["--", "sh", "-c", FLOOD]),
+            Some(Duration::from_secs(1)),
+        );
+        assert_eq!(status, -15, "{held:?} SIGTERM, after {took} ms");
+        assert!(took < LATE_MS, "{held:?} SIGTERM: {took} ms");
+    }
+    // --buffer-stdout: the delivery of the successful attempt's output.
+    let buffered = [
+        "--buffer-stdout",
+        "--",
+        "head",
+        "-c",
+        "30000000",
+        "/dev/zero",
+    ];
+    let (status, took) = stalled(
+        Stall::Socket,
+        Held::Stdout,
+        &buffered,
+        Some(Duration::from_secs(1)),
+    );
+    assert_eq!(status, -15, "delivery, SIGTERM, after {took} ms");
+    assert!(took < LATE_MS, "delivery: {took} ms");
+}
+
+#[test]
+fn retrys_own_lines_wait_for_a_stalled_stderr_at_most_a_second() {
+    // Nothing scanned: the command fills the socket itself (`timeout` ends
+    // its writer), then fails; no time limit and no signal would end a
+    // wait for the reader. Before: retry's "attempt 1/2 failed" line
+    // waited for ever.
+    let fill = "timeout 1 head -c 30000000 /dev/zero; exit 1";
+    let args = ["-n", "2", "--delay", "0", "--", "sh", "-c", fill];
+    let (status, took) = stalled(Stall::Socket, Held::Both, &args, None);
+    assert_eq!(status, 1, "after {took} ms");
+    assert!(took < LATE_MS, "{took} ms");
+}
+
+#[test]
+fn a_terminal_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
+    for held in [Held::Stdout, Held::Both] {
+        let (status, took) = stalled(
+            Stall::Terminal,
+            held,
+            &scanned(&["-t", "1s", "--", "sh", "-c", FLOOD]),
+            None,
+        );
+        assert_eq!(status, 124, "{held:?} -t, after {took} ms");
+        assert!(took < LATE_MS, "{held:?} -t: {took} ms");
+        let (status, took) = stalled(
+            Stall::Terminal,
+            held,
+            &scanned(&["-n", "3", "--max-time", "2s", "--", "sh", "-c", FLOOD]),
+            None,
+        );
+        assert_eq!(status, 124, "{held:?} --max-time, after {took} ms");
+        assert!(took < LATE_MS, "{held:?} --max-time: {took} ms");
+        let (status, took) = stalled(
+            Stall::Terminal,
+            held,
+            &scanned(&["--", "sh", "-c", FLOOD]),
+            Some(Duration::from_secs(1)),
+        );
+        assert_eq!(status, -15, "{held:?} SIGTERM, after {took} ms");
+        assert!(took < LATE_MS, "{held:?} SIGTERM: {took} ms");
+    }
+    // Nothing scanned: the command fills the terminal, retry's own lines
+    // meet it full.
+    let fill = "timeout 1 head -c 30000000 /dev/zero; exit 1";
+    let args = ["-n", "2", "--delay", "0", "--", "sh", "-c", fill];
+    let (status, took) = stalled(Stall::Terminal, Held::Both, &args, None);
+    assert_eq!(status, 1, "after {took} ms");
+    assert!(took < LATE_MS, "{took} ms");
+}
