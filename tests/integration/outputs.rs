@@ -7,6 +7,7 @@
 //! pair, `os.openpty`, `pty.fork`), which holds the far end and never
 //! reads it.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -201,4 +202,84 @@ fn a_terminal_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
     let (status, took) = stalled(Stall::Terminal, Held::Both, &args, None);
     assert_eq!(status, 1, "after {took} ms");
     assert!(took < LATE_MS, "{took} ms");
+}
+
+// ---- Held output: the successful attempt's alone ----
+
+/// A command whose first run leaves `leftover` behind writing to stdout
+/// (and a line to `dir/wrote` for each write that went through), prints
+/// `first` and fails once the leftover has started; whose second run prints `second` after a while and
+/// succeeds.
+fn leaves_a_writer(dir: &Path, leftover: &str) -> String {
+    let count = dir.join("count");
+    let wrote = dir.join("wrote");
+    let started = dir.join("started");
+    let writer = format!(
+        "touch '{}'; i=0; while [ $i -lt 30 ]; do echo LATE || exit; echo x >> '{}'; i=$((i+1)); sleep 0.1; done",
+        started.display(),
+        wrote.display()
+    );
+    let leftover = leftover.replace("WRITER", &writer.replace('\'', "'\\''"));
+    script(
+        dir,
+        "leaves.sh",
+        &format!(
+            "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'\n\
+             if [ $n = 1 ]; then {leftover} echo first\n\
+             while [ ! -e '{s}' ]; do sleep 0.05; done; exit 1; fi\nsleep 0.6; echo second\n",
+            c = count.display(),
+            s = started.display()
+        ),
+    )
+    .display()
+    .to_string()
+}
+
+/// The ways an attempt leaves a writer behind: in its group (ended with
+/// it), and out of it (`setsid`: nothing ends it).
+const LEFTOVERS: [&str; 2] = ["(sh -c 'WRITER') &", "setsid sh -c 'WRITER' &"];
+
+#[test]
+fn a_held_stdout_is_the_successful_attempts_alone() {
+    for leftover in LEFTOVERS {
+        for how in ["--buffer-stdout", "-o"] {
+            let dir = scratch();
+            let command = leaves_a_writer(dir.path(), leftover);
+            let file = dir.path().join("out");
+            let mut args = vec!["-n", "3", "--delay", "0"];
+            let file_arg = file.display().to_string();
+            if how == "-o" {
+                args.extend(["-o", &file_arg]);
+            } else {
+                args.push(how);
+            }
+            args.extend(["--", &command]);
+            let output = retry_std()
+                .args(&args)
+                .env("TMPDIR", dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(0), "{how} {leftover}");
+            let delivered = if how == "-o" {
+                // Read after the leftover had time to write again.
+                std::thread::sleep(Duration::from_millis(400));
+                std::fs::read(&file).unwrap()
+            } else {
+                output.stdout.clone()
+            };
+            assert_eq!(
+                String::from_utf8_lossy(&delivered),
+                "second\n",
+                "{how} {leftover}"
+            );
+            // Whatever the leftover still writes goes nowhere: no file,
+            // named or not, keeps taking its lines after the run.
+            std::thread::sleep(Duration::from_millis(300));
+            let then = lines(dir.path(), "wrote");
+            std::thread::sleep(Duration::from_millis(700));
+            let now = lines(dir.path(), "wrote");
+            assert_eq!(then, now, "{how} {leftover}: the leftover kept writing");
+        }
+    }
 }
