@@ -4,10 +4,11 @@
 //!
 //! Output that is not scanned is not piped at all: the child inherits the
 //! descriptor (a terminal stays a terminal, interleaving stays exact). When
-//! stdout and stderr are both scanned and lead to the same file (one
-//! terminal, `>log 2>&1`), the child gets one pipe for both, which keeps
-//! their relative order. A held stdout (`--buffer-stdout`, `-o`) always
-//! comes through a pipe of the attempt's.
+//! output is scanned and stdout and stderr lead to the same file or pipe
+//! (`>log 2>&1`, `2>&1 | tee`), the child gets one pipe for both, which
+//! keeps their relative order; not when they lead to a terminal, where a
+//! stream that is not scanned stays the terminal. A held stdout
+//! (`--buffer-stdout`, `-o`) always comes through a pipe of the attempt's.
 //!
 //! The attempt ends when the child exits, not when its pipes reach end of
 //! file: a background grandchild may hold them open. After the exit (and the

@@ -283,3 +283,92 @@ fn a_held_stdout_is_the_successful_attempts_alone() {
         }
     }
 }
+
+// ---- A terminal stays the command's ----
+
+/// Run retry ARGS under a pseudo-terminal (stdout and stderr one
+/// terminal): what appeared on it.
+fn on_a_terminal(args: &[&str]) -> String {
+    let program = r"
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b''
+end = time.time() + 20
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.05)
+    if r:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace'))
+";
+    let output = std::process::Command::new("python3")
+        .args(["-c", program, BIN])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 drives the terminal");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+const SAYS_WHAT_IS_A_TERMINAL: &str =
+    "[ -t 1 ] && echo out-is-a-terminal; [ -t 2 ] && echo err-is-a-terminal; echo done";
+
+#[test]
+fn a_terminal_stays_the_commands_where_nothing_scans_it() {
+    // Nothing scanned: nothing between the command and the terminal.
+    let seen = on_a_terminal(&["--", "sh", "-c", SAYS_WHAT_IS_A_TERMINAL]);
+    assert!(seen.contains("out-is-a-terminal"), "{seen}");
+    assert!(seen.contains("err-is-a-terminal"), "{seen}");
+    // stderr scanned (a pattern, as presets have): stdout is still the
+    // terminal. Before: one pipe for both took it from the command.
+    let seen = on_a_terminal(&[
+        "--retry-on-output",
+        "zzz",
+        "--",
+        "sh",
+        "-c",
+        SAYS_WHAT_IS_A_TERMINAL,
+    ]);
+    assert!(seen.contains("out-is-a-terminal"), "{seen}");
+    assert!(!seen.contains("err-is-a-terminal"), "{seen}");
+    assert!(seen.contains("done"), "{seen}");
+    // Both scanned: both through retry (README: what holds on a terminal).
+    let seen = on_a_terminal(&[
+        "--scan-stdout",
+        "--retry-on-output",
+        "zzz",
+        "--",
+        "sh",
+        "-c",
+        SAYS_WHAT_IS_A_TERMINAL,
+    ]);
+    assert!(!seen.contains("is-a-terminal"), "{seen}");
+    assert!(seen.contains("done"), "{seen}");
+}
+
+#[test]
+fn one_pipe_still_keeps_the_order_of_a_shared_file() {
+    // Not a terminal: `>log 2>&1` with output scanned keeps its exact
+    // order through one pipe, as before.
+    let dir = scratch();
+    let log = std::fs::File::create(dir.path().join("log")).unwrap();
+    let status = retry_std()
+        .args(["--retry-on-output", "zzz", "--", "sh", "-c"])
+        .arg("for i in 1 2 3 4 5; do echo o$i; echo e$i >&2; done")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert_eq!(text, "o1\ne1\no2\ne2\no3\ne3\no4\ne4\no5\ne5\n");
+}
