@@ -211,7 +211,7 @@ impl HeldStdout {
 /// Copy the whole spool to retry's own stdout, waiting for a reader that
 /// takes nothing until `give_up` says so.
 fn emit(file: &File, give_up: &dyn Fn() -> bool) -> io::Result<()> {
-    let stdout = Outlet::new(1);
+    let mut stdout = Outlet::new(1);
     let mut buffer = vec![0u8; 256 * 1024];
     let mut offset = 0;
     loop {

@@ -11,6 +11,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags, poll};
 
+use super::handoff::Handoff;
+
 /// Retry's own standard descriptor `fd` (0, 1 or 2).
 pub(crate) fn own_fd(fd: i32) -> BorrowedFd<'static> {
     // SAFETY: descriptors 0-2 stay open for the life of the process (the
@@ -114,10 +116,11 @@ impl Abandoned {
 ///   (`sys::fs::reopen_terminal_nonblocking`, every system);
 /// - a socket is sent to with `MSG_DONTWAIT`, which asks for a
 ///   non-blocking write of that one call;
+/// - a pipe or terminal that cannot be opened anew (FreeBSD and macOS have
+///   no `/proc/self/fd`; a terminal of another user) is written by a thread
+///   of its own (`sys::handoff`), which blocks in our stead;
 /// - anything else (a regular file, `/dev/null`: nothing a reader can
-///   stall), or a pipe or terminal that cannot be opened anew (another
-///   system, no `/proc`, a terminal of another user), is written as it is,
-///   blocking.
+///   stall) is written as it is, blocking.
 ///
 /// Setting `O_NONBLOCK` on the inherited descriptor itself would change it
 /// for every process that shares it, the command among them.
@@ -131,6 +134,7 @@ enum Way {
     Blocking,
     Reopened(OwnedFd),
     Socket,
+    Handed(Handoff),
 }
 
 impl Outlet {
@@ -141,26 +145,22 @@ impl Outlet {
             .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode))
             .ok();
         let way = match kind {
-            Some(rustix::fs::FileType::Fifo) => super::fs::reopen_pipe_nonblocking(fd),
-            Some(rustix::fs::FileType::Socket) => {
-                return Outlet {
-                    inherited,
-                    way: Way::Socket,
-                };
-            }
+            Some(rustix::fs::FileType::Fifo) => super::fs::reopen_pipe_nonblocking(fd)
+                .map_or_else(|| Way::Handed(Handoff::new(inherited)), Way::Reopened),
+            Some(rustix::fs::FileType::Socket) => Way::Socket,
             Some(rustix::fs::FileType::CharacterDevice) if rustix::termios::isatty(inherited) => {
                 super::fs::reopen_terminal_nonblocking(inherited)
+                    .map_or_else(|| Way::Handed(Handoff::new(inherited)), Way::Reopened)
             }
-            _ => None,
-        }
-        .map_or(Way::Blocking, Way::Reopened);
+            _ => Way::Blocking,
+        };
         Outlet { inherited, way }
     }
 
     /// One write that does not block where this outlet can help it.
     fn write_some(&self, bytes: &[u8]) -> rustix::io::Result<usize> {
         match &self.way {
-            Way::Blocking => rustix::io::write(self.inherited, bytes),
+            Way::Blocking | Way::Handed(_) => rustix::io::write(self.inherited, bytes),
             Way::Reopened(own) => rustix::io::write(own, bytes),
             Way::Socket => rustix::net::send(self.inherited, bytes, super::fs::SEND_NOW),
         }
@@ -169,10 +169,13 @@ impl Outlet {
     /// Write all of `bytes`; while the reader takes nothing, ask
     /// `give_up` every 50 ms, and fail with [`Abandoned`] when it says so.
     pub(crate) fn write_all(
-        &self,
+        &mut self,
         mut bytes: &[u8],
         give_up: &dyn Fn() -> bool,
     ) -> std::io::Result<()> {
+        if let Way::Handed(handoff) = &mut self.way {
+            return handoff.write_all(bytes, give_up);
+        }
         while !bytes.is_empty() {
             match self.write_some(bytes) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
@@ -184,7 +187,7 @@ impl Outlet {
                     }
                     let watched = match &self.way {
                         Way::Reopened(own) => own.as_fd(),
-                        Way::Blocking | Way::Socket => self.inherited,
+                        Way::Blocking | Way::Socket | Way::Handed(_) => self.inherited,
                     };
                     let mut fds = [PollFd::new(&watched, PollFlags::OUT)];
                     let slice = rustix::event::Timespec::try_from(STALL_SLICE)

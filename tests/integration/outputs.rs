@@ -23,6 +23,8 @@ enum Stall {
     /// A pseudo-terminal whose master nobody reads (as a terminal stopped
     /// with Ctrl-S).
     Terminal,
+    /// A pipe nobody reads.
+    Pipe,
 }
 
 /// Which of retry's outputs lead to the stalled reader.
@@ -37,6 +39,8 @@ import os, signal, socket, subprocess, sys, time
 kind, held, term_after = sys.argv[1], sys.argv[2], float(sys.argv[3])
 if kind == 'terminal':
     keep, end = os.openpty()
+elif kind == 'pipe':
+    keep, end = os.pipe()
 else:
     a, b = socket.socketpair()
     keep, end = b.detach(), a.detach()
@@ -65,6 +69,7 @@ fn stalled(stall: Stall, held: Held, args: &[&str], term_after: Option<Duration>
     let kind = match stall {
         Stall::Socket => "socket",
         Stall::Terminal => "terminal",
+        Stall::Pipe => "pipe",
     };
     let held_name = match held {
         Held::Stdout => "stdout",
@@ -152,6 +157,34 @@ fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
     );
     assert_eq!(status, -15, "delivery, SIGTERM, after {took} ms");
     assert!(took < LATE_MS, "delivery: {took} ms");
+}
+
+#[test]
+fn a_pipe_nobody_reads_holds_retry_past_no_limit_and_no_signal_on_every_system() {
+    // Linux writes a pipe through its own non-blocking open of it; the
+    // portable build (FreeBSD, macOS) hands the writes to a thread of their
+    // own. Before, the portable build blocked in its write.
+    let (status, took) = stalled(
+        Stall::Pipe,
+        Held::Both,
+        &scanned(&["-t", "1s", "--", "sh", "-c", FLOOD]),
+        None,
+    );
+    assert_eq!(status, 124, "-t, after {took} ms");
+    assert!(took < LATE_MS, "-t: {took} ms");
+    let (status, took) = stalled(
+        Stall::Pipe,
+        Held::Stdout,
+        &scanned(&["--", "sh", "-c", FLOOD]),
+        Some(Duration::from_secs(1)),
+    );
+    assert_eq!(status, -15, "SIGTERM, after {took} ms");
+    assert!(took < LATE_MS, "SIGTERM: {took} ms");
+    let fill = "timeout 1 head -c 30000000 /dev/zero; exit 1";
+    let args = ["-n", "2", "--delay", "0", "--", "sh", "-c", fill];
+    let (status, took) = stalled(Stall::Pipe, Held::Both, &args, None);
+    assert_eq!(status, 1, "own lines, after {took} ms");
+    assert!(took < LATE_MS, "own lines: {took} ms");
 }
 
 #[test]
