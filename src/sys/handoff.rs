@@ -110,3 +110,56 @@ fn write_blocking(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A pipe: (read end, write end borrowed for the life of the test).
+    fn pipe() -> (OwnedFd, BorrowedFd<'static>) {
+        let (read, write) = crate::sys::fs::pipe().unwrap();
+        // Leaked on purpose: a Handoff borrows its descriptor for ever.
+        let write: &'static OwnedFd = Box::leak(Box::new(write));
+        (read, write.as_fd())
+    }
+
+    #[test]
+    fn a_reader_that_takes_nothing_is_given_up_on_and_later_writes_wait_for_the_first() {
+        let (read, write) = pipe();
+        let mut handoff = Handoff::new(write);
+        let started = Instant::now();
+        let give_up = || started.elapsed() > Duration::from_millis(200);
+        // More than the pipe holds: the thread blocks, the caller does not.
+        let err = handoff
+            .write_all(&vec![b'x'; 1 << 20], &give_up)
+            .unwrap_err();
+        assert!(Abandoned::is(&err), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // Still stalled: the next write gives up too, sending nothing more.
+        let err = handoff.write_all(b"next", &|| true).unwrap_err();
+        assert!(Abandoned::is(&err), "{err}");
+        // The reader takes it all: the chunk in flight, then the next one.
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = std::sync::Arc::clone(&taken);
+        std::thread::spawn(move || {
+            let mut buffer = vec![0u8; 65536];
+            while let Ok(count @ 1..) = rustix::io::read(&read, &mut buffer) {
+                counter.fetch_add(count, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        handoff.write_all(b"last", &|| false).unwrap();
+        let all = (1 << 20) + 4;
+        let waited = Instant::now();
+        while taken.load(std::sync::atomic::Ordering::SeqCst) < all {
+            assert!(
+                waited.elapsed() < Duration::from_secs(10),
+                "not all arrived"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(taken.load(std::sync::atomic::Ordering::SeqCst), all);
+    }
+}
