@@ -70,7 +70,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --state-ca 'Also trust the CA certificates (PEM) in FILE for a rediss:// state URL, besides the system''s trust store and the public web roots [env: RETRY_STATE_CA]'
             cand --state-timeout 'One deadline for each exchange with the state store (the file lock''s wait, or Redis from connecting on); past it the job runs as if there were no circuit or budget, with a warning'
             cand --stop-on-timeout 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
-            cand --scan-stdout 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)'
+            cand --scan-stdout 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file or pipe, not a terminal, both are always scanned: they share one pipe to keep their order)'
             cand --retry-after 'Sleep as long as a ''Retry-After:'' header line in the scanned output says (implied by the curl and wget presets)'
             cand --buffer-stdout 'Hold each attempt''s stdout apart and emit only a successful attempt''s; on give-up nothing is emitted, and the number of bytes dropped is said'
             cand --foreground 'Keep the child in retry''s process group even when not in a terminal''s foreground'

@@ -55,7 +55,7 @@ complete -c retry -l state-url -d 'Keep circuits and budgets in Redis, shared by
 complete -c retry -l state-ca -d 'Also trust the CA certificates (PEM) in FILE for a rediss:// state URL, besides the system\'s trust store and the public web roots [env: RETRY_STATE_CA]' -r -F
 complete -c retry -l state-timeout -d 'One deadline for each exchange with the state store (the file lock\'s wait, or Redis from connecting on); past it the job runs as if there were no circuit or budget, with a warning' -r
 complete -c retry -l stop-on-timeout -d 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'
-complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)'
+complete -c retry -l scan-stdout -d 'Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file or pipe, not a terminal, both are always scanned: they share one pipe to keep their order)'
 complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header line in the scanned output says (implied by the curl and wget presets)'
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'

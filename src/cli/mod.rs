@@ -155,7 +155,7 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) stop_on_timeout: bool,
 
-    /// Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file, both are always scanned: they share one pipe to keep their order)
+    /// Scan stdout as well as stderr for the output patterns (when stdout and stderr are the same file or pipe, not a terminal, both are always scanned: they share one pipe to keep their order)
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) scan_stdout: bool,
 

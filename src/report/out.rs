@@ -10,9 +10,9 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Write};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::sys::fd::Outlet;
+use crate::sys::fd::{Abandoned, Outlet};
 
 struct StderrState {
     outlet: Outlet,
@@ -20,10 +20,20 @@ struct StderrState {
     mid_line: bool,
     /// The run's deadline (`--max-time`), once the run has started.
     deadline: Option<Instant>,
+    /// The last line was dropped: its reader took nothing for
+    /// [`PATIENCE`]. Until a line goes through again, none is waited for.
+    stalled: bool,
 }
 
+/// How long one of retry's own lines waits for a reader that takes
+/// nothing, when neither a signal nor the deadline ends the wait first: a
+/// stalled stderr (a socket or terminal nobody reads) costs the run at most
+/// this once, then lines are dropped until the reader takes one again.
+const PATIENCE: Duration = Duration::from_secs(1);
+
 /// Retry's stderr, written so that a reader that takes nothing holds retry
-/// neither past a signal nor past the run's deadline. Clones share one
+/// neither past a signal nor past the run's deadline, nor longer than
+/// [`PATIENCE`] at all. Clones share one
 /// stderr (and whether the child left its last line open).
 #[derive(Clone)]
 pub(crate) struct Stderr(Rc<RefCell<StderrState>>);
@@ -34,6 +44,7 @@ impl Stderr {
             outlet: Outlet::new(2),
             mid_line: false,
             deadline: None,
+            stalled: false,
         })))
     }
 
@@ -61,11 +72,20 @@ impl Write for Stderr {
         }
         bytes.extend_from_slice(buf);
         let deadline = state.deadline;
+        let patience_ends = Instant::now()
+            + if state.stalled {
+                Duration::ZERO
+            } else {
+                PATIENCE
+            };
         let give_up = || {
+            let now = Instant::now();
             crate::process::signals::terminating_arrived()
-                || deadline.is_some_and(|deadline| Instant::now() >= deadline)
+                || deadline.is_some_and(|deadline| now >= deadline)
+                || now >= patience_ends
         };
-        let _ = state.outlet.write_all(&bytes, &give_up);
+        let written = state.outlet.write_all(&bytes, &give_up);
+        state.stalled = written.as_ref().is_err_and(Abandoned::is);
         Ok(buf.len())
     }
 

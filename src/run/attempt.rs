@@ -4,9 +4,11 @@
 //!
 //! Output that is not scanned is not piped at all: the child inherits the
 //! descriptor (a terminal stays a terminal, interleaving stays exact). When
-//! stdout and stderr are both scanned and lead to the same file (one
-//! terminal, `>log 2>&1`), the child gets one pipe for both, which keeps
-//! their relative order.
+//! output is scanned and stdout and stderr lead to the same file or pipe
+//! (`>log 2>&1`, `2>&1 | tee`), the child gets one pipe for both, which
+//! keeps their relative order; not when they lead to a terminal, where a
+//! stream that is not scanned stays the terminal. A held stdout
+//! (`--buffer-stdout`, `-o`) always comes through a pipe of the attempt's.
 //!
 //! The attempt ends when the child exits, not when its pipes reach end of
 //! file: a background grandchild may hold them open. After the exit (and the
@@ -84,6 +86,9 @@ struct PumpJob<'a> {
     source: OwnedFd,
     destination: Destination<'a>,
     stream: Stream,
+    /// Fed to the scanner (a held stdout that is not scanned is only
+    /// copied).
+    scanned: bool,
 }
 
 pub(crate) struct AttemptSpec<'a> {
@@ -122,13 +127,19 @@ pub(crate) fn run(
             } else {
                 Stream::Stderr
             },
+            scanned: true,
         });
         if one_pipe {
             spec.launch.stdout = ChildIo::Fd(sink.try_clone()?);
         }
         spec.launch.stderr = ChildIo::Fd(sink);
     }
-    if scan_stdout && !one_pipe {
+    if (scan_stdout && !one_pipe) || output.stdout_spool.is_some() {
+        // A held stdout is never handed to the child, scanned or not: it
+        // gets a pipe of this attempt's, and only we write the spool. What
+        // the attempt leaves running writes into that pipe, which is closed
+        // when the attempt is over; it never reaches the spool of a later
+        // attempt, nor a file that outlives the run.
         let (source, sink) = output_pipe()?;
         let destination = match output.stdout_spool {
             Some(spool) => Destination::File(spool.try_clone()?),
@@ -141,11 +152,9 @@ pub(crate) fn run(
             source,
             destination,
             stream: Stream::Stdout,
+            scanned: scan_stdout,
         });
         spec.launch.stdout = ChildIo::Fd(sink);
-    } else if let Some(spool) = output.stdout_spool {
-        // Nothing to scan: the child writes straight into the spool.
-        spec.launch.stdout = ChildIo::Fd(OwnedFd::from(spool.try_clone()?));
     }
     let AttemptStdin {
         io: stdin_io,
@@ -183,6 +192,7 @@ pub(crate) fn run(
         for job in jobs {
             let sender = sender.clone();
             let pumping = std::thread::Builder::new().spawn_scoped(scope, move || {
+                let patterns = patterns.filter(|_| job.scanned);
                 let report = pump(job.source, job.destination, patterns, pump_watch);
                 let _ = sender.send((job.stream, report));
             });

@@ -1,8 +1,10 @@
 //! Where a successful attempt's stdout goes when it does not stream straight
 //! through: `--buffer-stdout` and `-o FILE`.
 //!
-//! Each attempt's stdout is held in a file of its own (truncated before every
-//! attempt); only a successful run's is delivered, and nothing else ever
+//! Each attempt's stdout is held in a file (truncated before every attempt)
+//! that only retry writes: the attempt's pump copies the attempt's own pipe
+//! into it, so nothing the attempt leaves running can write there after the
+//! attempt. Only a successful run's is delivered, and nothing else ever
 //! reaches the caller:
 //!
 //! - `--buffer-stdout`: a spool in `$TMPDIR`, unnamed, copied to retry's own
@@ -209,7 +211,7 @@ impl HeldStdout {
 /// Copy the whole spool to retry's own stdout, waiting for a reader that
 /// takes nothing until `give_up` says so.
 fn emit(file: &File, give_up: &dyn Fn() -> bool) -> io::Result<()> {
-    let stdout = Outlet::new(1);
+    let mut stdout = Outlet::new(1);
     let mut buffer = vec![0u8; 256 * 1024];
     let mut offset = 0;
     loop {

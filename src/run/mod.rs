@@ -72,8 +72,8 @@ struct Setup<'a> {
     /// Attempts and hooks lead process groups of their own (outside a
     /// terminal's foreground, or without `--foreground`).
     own_group: bool,
-    /// Output is scanned and stdout and stderr are one open file: they
-    /// share one pipe. Retry's own descriptors do not change during a run,
+    /// Output is scanned and stdout and stderr are one open file, not a
+    /// terminal: they share one pipe. Retry's own descriptors do not change during a run,
     /// so this is looked at once, not at every attempt.
     one_output_file: bool,
     /// The command, for the `attempt` event.

@@ -65,8 +65,11 @@ impl<'a> Run<'a> {
             },
             deadline_ms,
             own_group: !(config.foreground || in_terminal_foreground()),
+            // Not on a terminal: there one pipe would take the terminal
+            // from a stdout that nothing scans (colours, progress bars).
             one_output_file: config.rules.patterns.is_some()
-                && crate::sys::fd::same_file(own_fd(1), own_fd(2)),
+                && crate::sys::fd::same_file(own_fd(1), own_fd(2))
+                && !rustix::termios::isatty(own_fd(1)),
             command_text: display_command(&config.command),
         };
         let files = Files {

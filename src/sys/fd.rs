@@ -1,5 +1,6 @@
 //! Raw descriptors: retry's own standard descriptors, pipes, waiting on a
-//! descriptor with a way to be cancelled, and unbuffered writes.
+//! descriptor with a way to be cancelled, and unbuffered writes that a
+//! stalled reader cannot hold.
 //!
 //! Shared by the attempt wiring, the output pumps, the stdin feeder and the
 //! reporter; it knows nothing of any of them.
@@ -9,6 +10,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags, poll};
+
+use super::handoff::Handoff;
 
 /// Retry's own standard descriptor `fd` (0, 1 or 2).
 pub(crate) fn own_fd(fd: i32) -> BorrowedFd<'static> {
@@ -75,19 +78,6 @@ pub(crate) fn wait_for(fd: BorrowedFd<'_>, flags: PollFlags, cancel: BorrowedFd<
     }
 }
 
-/// `write_all` on a raw descriptor, unbuffered.
-pub(crate) fn write_all_fd(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        match rustix::io::write(fd, bytes) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(count) => bytes = &bytes[count..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(errno) => return Err(errno.into()),
-        }
-    }
-    Ok(())
-}
-
 /// How long a write to a stalled reader waits between two looks at whether
 /// to give up.
 pub(crate) const STALL_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
@@ -104,44 +94,90 @@ impl std::fmt::Display for Abandoned {
 
 impl std::error::Error for Abandoned {}
 
+impl Abandoned {
+    /// Was `err` a write given up on?
+    pub(crate) fn is(err: &std::io::Error) -> bool {
+        err.get_ref()
+            .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Abandoned>)
+    }
+}
+
 /// Retry's own stdout or stderr, for passing output on, such that a reader
-/// that stops reading (a stalled pipe) cannot hold retry for ever: writes
-/// wait for room in slices, asking between two whether to give up.
+/// that stops reading (a stalled pipe, a socket nobody reads, a terminal
+/// stopped with Ctrl-S or a pty whose master nobody reads) cannot hold
+/// retry for ever: writes wait for room in slices, asking between two
+/// whether to give up.
 ///
-/// A pipe or FIFO is written through a descriptor of our own, opened anew
-/// with `O_NONBLOCK` (`sys::fs::reopen_pipe_nonblocking`: Linux's
-/// `/proc/self/fd`). Anything else (a terminal, a file, a socket), or a pipe
-/// that cannot be reopened (no `/proc`, another system), is written as it
-/// is, blocking.
+/// How a write is kept from blocking depends on what the descriptor is:
+/// - a pipe or FIFO is written through a descriptor of our own, opened
+///   anew with `O_NONBLOCK` (`sys::fs::reopen_pipe_nonblocking`: Linux's
+///   `/proc/self/fd`);
+/// - a terminal likewise, opened anew by its name
+///   (`sys::fs::reopen_terminal_nonblocking`, every system);
+/// - a socket is sent to with `MSG_DONTWAIT`, which asks for a
+///   non-blocking write of that one call;
+/// - a pipe or terminal that cannot be opened anew (FreeBSD and macOS have
+///   no `/proc/self/fd`; a terminal of another user) is written by a thread
+///   of its own (`sys::handoff`), which blocks in our stead;
+/// - anything else (a regular file, `/dev/null`: nothing a reader can
+///   stall) is written as it is, blocking.
+///
+/// Setting `O_NONBLOCK` on the inherited descriptor itself would change it
+/// for every process that shares it, the command among them.
 pub(crate) struct Outlet {
     inherited: BorrowedFd<'static>,
-    own: Option<OwnedFd>,
+    way: Way,
+}
+
+/// How an [`Outlet`] writes without blocking, if it can.
+enum Way {
+    Blocking,
+    Reopened(OwnedFd),
+    Socket,
+    Handed(Handoff),
 }
 
 impl Outlet {
     /// For our own descriptor `fd` (1 or 2).
     pub(crate) fn new(fd: i32) -> Outlet {
         let inherited = own_fd(fd);
-        let is_pipe = rustix::fs::fstat(inherited)
-            .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_fifo());
-        let own = is_pipe
-            .then(|| super::fs::reopen_pipe_nonblocking(fd))
-            .flatten();
-        Outlet { inherited, own }
+        let kind = rustix::fs::fstat(inherited)
+            .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode))
+            .ok();
+        let way = match kind {
+            Some(rustix::fs::FileType::Fifo) => super::fs::reopen_pipe_nonblocking(fd)
+                .map_or_else(|| Way::Handed(Handoff::new(inherited)), Way::Reopened),
+            Some(rustix::fs::FileType::Socket) => Way::Socket,
+            Some(rustix::fs::FileType::CharacterDevice) if rustix::termios::isatty(inherited) => {
+                super::fs::reopen_terminal_nonblocking(inherited)
+                    .map_or_else(|| Way::Handed(Handoff::new(inherited)), Way::Reopened)
+            }
+            _ => Way::Blocking,
+        };
+        Outlet { inherited, way }
+    }
+
+    /// One write that does not block where this outlet can help it.
+    fn write_some(&self, bytes: &[u8]) -> rustix::io::Result<usize> {
+        match &self.way {
+            Way::Blocking | Way::Handed(_) => rustix::io::write(self.inherited, bytes),
+            Way::Reopened(own) => rustix::io::write(own, bytes),
+            Way::Socket => rustix::net::send(self.inherited, bytes, super::fs::SEND_NOW),
+        }
     }
 
     /// Write all of `bytes`; while the reader takes nothing, ask
     /// `give_up` every 50 ms, and fail with [`Abandoned`] when it says so.
     pub(crate) fn write_all(
-        &self,
+        &mut self,
         mut bytes: &[u8],
         give_up: &dyn Fn() -> bool,
     ) -> std::io::Result<()> {
-        let Some(own) = &self.own else {
-            return write_all_fd(self.inherited, bytes);
-        };
+        if let Way::Handed(handoff) = &mut self.way {
+            return handoff.write_all(bytes, give_up);
+        }
         while !bytes.is_empty() {
-            match rustix::io::write(own, bytes) {
+            match self.write_some(bytes) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(count) => bytes = &bytes[count..],
                 Err(rustix::io::Errno::INTR) => {}
@@ -149,7 +185,11 @@ impl Outlet {
                     if give_up() {
                         return Err(std::io::Error::other(Abandoned));
                     }
-                    let mut fds = [PollFd::new(own, PollFlags::OUT)];
+                    let watched = match &self.way {
+                        Way::Reopened(own) => own.as_fd(),
+                        Way::Blocking | Way::Socket | Way::Handed(_) => self.inherited,
+                    };
+                    let mut fds = [PollFd::new(&watched, PollFlags::OUT)];
                     let slice = rustix::event::Timespec::try_from(STALL_SLICE)
                         .map_err(|_| std::io::ErrorKind::InvalidInput)?;
                     match poll(&mut fds, Some(&slice)) {

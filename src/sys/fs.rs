@@ -1,7 +1,8 @@
 //! File-system calls that differ by system: how a directory is opened for a
 //! walk, whether a directory is Linux's `/proc`, reopening one of our own
-//! pipes with a private `O_NONBLOCK`, pipes themselves and their size, and
-//! FIFOs (for tests).
+//! pipes or terminals with a private `O_NONBLOCK` (and how a socket is sent
+//! to without blocking), pipes themselves and their size, and FIFOs (for
+//! tests).
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
@@ -46,6 +47,35 @@ pub(crate) fn reopen_pipe_nonblocking(fd: i32) -> Option<OwnedFd> {
         None
     }
 }
+
+/// Our own descriptor `fd`, a terminal, opened anew by its name for
+/// writing with `O_NONBLOCK` of its own (and without becoming our
+/// controlling terminal). `None` when it has no name we can open (a
+/// terminal of another user, no `/proc` to name it on Linux) or the name
+/// now leads to another device.
+pub(crate) fn reopen_terminal_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    let name = rustix::termios::ttyname(fd, Vec::new()).ok()?;
+    let own = rustix::fs::open(
+        name.as_c_str(),
+        OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let same = match (rustix::fs::fstat(fd), rustix::fs::fstat(&own)) {
+        (Ok(ours), Ok(again)) => ours.st_rdev == again.st_rdev,
+        _ => false,
+    };
+    same.then_some(own)
+}
+
+/// Flags for a `send` that must not block, and must not raise SIGPIPE
+/// where the system has a flag for that (macOS has none; retry ignores
+/// SIGPIPE for itself anyway).
+#[cfg(not(target_vendor = "apple"))]
+pub(crate) const SEND_NOW: rustix::net::SendFlags =
+    rustix::net::SendFlags::DONTWAIT.union(rustix::net::SendFlags::NOSIGNAL);
+#[cfg(target_vendor = "apple")]
+pub(crate) const SEND_NOW: rustix::net::SendFlags = rustix::net::SendFlags::DONTWAIT;
 
 /// A close-on-exec pipe: (read end, write end). Without `pipe2` (macOS) the
 /// flag is set just after; only the main thread spawns, so no child can

@@ -1229,10 +1229,6 @@ fn with_a_stalled_reader(
 /// Three megabytes on stdout, more than any pipe holds.
 const FLOOD: &str = "head -c 3000000 /dev/zero; sleep 1";
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux only: a stalled pipe is written through a private non-blocking reopen; elsewhere writes block (README, Platforms)"
-)]
 #[test]
 fn a_stalled_stdout_holds_retry_neither_past_a_signal_nor_past_max_time() {
     let second = Some(Duration::from_secs(1));
@@ -1257,10 +1253,6 @@ fn a_stalled_stdout_holds_retry_neither_past_a_signal_nor_past_max_time() {
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux only: a stalled pipe is written through a private non-blocking reopen; elsewhere writes block (README, Platforms)"
-)]
 #[test]
 fn a_stalled_stderr_holds_retry_neither_past_a_signal_nor_past_max_time() {
     let flood = "head -c 3000000 /dev/zero >&2; sleep 1";

@@ -17,6 +17,7 @@ mod hostile;
 mod house;
 mod io;
 mod messages;
+mod outputs;
 mod package;
 mod patterns;
 mod presets;
