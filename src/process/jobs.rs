@@ -81,11 +81,13 @@ impl Running {
         match signal {
             libc::SIGTTIN | libc::SIGTTOU => self.wants_the_terminal(signal),
             // Ctrl-Z reached the attempt's group, which holds the terminal:
-            // the job stops; `fg` gives the attempt the terminal again.
+            // the job stops; `fg` gives the attempt the terminal again, and
+            // `bg` continues it in the background.
             libc::SIGTSTP if self.job.lent.is_some() => {
                 self.take_terminal_back();
                 stop_as(libc::SIGTSTP);
-                self.continue_in_front();
+                self.lend_terminal();
+                self.deliver(libc::SIGCONT);
             }
             _ => {}
         }
@@ -120,12 +122,17 @@ impl Running {
     }
 
     /// Make the attempt's group the terminal's foreground, if retry's group
-    /// is (in group mode only: else the attempt shares it already).
+    /// is (in group mode only: else the attempt shares it already). True
+    /// when the attempt has it, also when it was lent already (what the
+    /// attempt does with it then is its business).
     fn lend_terminal(&mut self) -> bool {
         if !self.own_group || self.reaped {
             return false;
         }
-        let Some(tty) = self.job.lent.take().or_else(controlling_terminal) else {
+        if self.job.lent.is_some() {
+            return true;
+        }
+        let Some(tty) = controlling_terminal() else {
             return false;
         };
         if !ours(&tty) || rustix::termios::tcsetpgrp(&tty, self.pid).is_err() {

@@ -263,8 +263,10 @@ impl Running {
                     }
                 }
                 Some(Event::Stop { from_terminal }) => self.stop_with_us(from_terminal),
-                Some(Event::ChildChanged) => self.look_for_a_stop(),
-                Some(Event::Continued) | None => {}
+                // Continued (`fg`, `bg`): an attempt stopped for the terminal
+                // meanwhile may get it now.
+                Some(Event::ChildChanged | Event::Continued) => self.look_for_a_stop(),
+                None => {}
             }
         };
         self.take_terminal_back();

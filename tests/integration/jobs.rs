@@ -98,8 +98,11 @@ fn ctrl_z_stops_an_attempt_in_its_own_group_with_retry_and_fg_continues_it() {
         ["wait_file", pid, 10],
         ["send", "\u{1a}"],
         ["expect", "Stopped", 5],
+        // The group's SIGTSTP was sent before retry stopped; give the
+        // kernel a moment to act on it.
+        ["sleep", 0.3],
         ["state", pid],
-        ["sleep", 1.5],
+        ["sleep", 1.2],
         ["state", pid],
         ["send", "fg\n"],
         ["expect", "done-2", 10],
@@ -222,4 +225,27 @@ fn a_deadline_passed_during_a_stop_starts_no_attempt_and_keeps_the_real_status()
     assert_eq!(done["outcome"], "deadline", "{done}");
     assert_eq!(done["exit_code"], 7, "{done}");
     assert_eq!(lines(dir.path(), "attempts"), 1, "{events:?}");
+}
+
+#[test]
+fn ctrl_z_stops_an_attempt_that_holds_the_terminal_and_fg_gives_it_back() {
+    let command = format!(
+        "echo data | {BIN} -n 1 -T 30s -- sh -c 'read a </dev/tty; echo first:$a; read b </dev/tty; echo second:$b'\n"
+    );
+    let out = at_a_terminal(&serde_json::json!([
+        ["send", command],
+        ["sleep", 1],
+        ["send", "one\n"],
+        ["expect", "first:one", 10],
+        ["send", "\u{1a}"],
+        ["expect", "Stopped", 5],
+        ["send", "fg\n"],
+        ["sleep", 0.5],
+        ["send", "two\n"],
+        ["expect", "second:two", 10],
+        ["send", "echo rc=$?\n"],
+        ["expect", "rc=[0-9]", 5],
+    ]));
+    assert!(out.contains("second:two"), "{out}");
+    assert!(out.contains("rc=0"), "{out}");
 }
