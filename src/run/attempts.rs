@@ -9,10 +9,11 @@ use rand::RngExt;
 
 use super::Run;
 use super::judge::Judged;
-use crate::outcome::SleepSource;
+use crate::exit::ExitStatus;
+use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::backoff::Backoff;
 use crate::policy::classify::{Class, Verdict};
-use crate::policy::decision::{self, Attempt, Decision, Done, Step};
+use crate::policy::decision::{self, Attempt, Decision, Done, End, Step};
 use crate::process::Ending;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::{AttemptRecord, Reporter, SleepRecord};
@@ -44,6 +45,23 @@ impl Run<'_> {
     ) -> Result<Ended> {
         if let Some(signal) = self.splay(signals, reporter) {
             return Ok(Ended::new(Done::interrupted(signal), 0, None));
+        }
+        // The splay is shorter than --max-time, but a retry stopped during
+        // it may wake past it: then no attempt starts.
+        if self
+            .setup
+            .limits
+            .deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+        {
+            let done = Done {
+                end: End::Failed {
+                    outcome: RunOutcome::Deadline,
+                    last: ExitStatus::TIMED_OUT,
+                },
+                detail: "--max-time ran out during --splay: no attempt ran".to_string(),
+            };
+            return Ok(Ended::new(done, 0, None));
         }
         self.deposit(reporter);
         let mut backoff = self.setup.config.policy.sleeps();

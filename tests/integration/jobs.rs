@@ -249,3 +249,51 @@ fn ctrl_z_stops_an_attempt_that_holds_the_terminal_and_fg_gives_it_back() {
     assert!(out.contains("second:two"), "{out}");
     assert!(out.contains("rc=0"), "{out}");
 }
+
+#[test]
+fn a_deadline_passed_during_a_stopped_splay_starts_no_attempt() {
+    use std::io::BufRead;
+    // The splay is drawn at random: a draw too short to be stopped in is
+    // run again.
+    for _ in 0..5 {
+        let dir = scratch();
+        let body = format!("{}; exit 3", tally(dir.path(), "attempts"));
+        let mut child = retry_std()
+            .args([
+                "--log-format",
+                "json",
+                "--splay",
+                "3s",
+                "--max-time",
+                "3200ms",
+            ])
+            .args(["--", "sh", "-c", &body])
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        stderr.read_line(&mut first).unwrap();
+        let sleep: serde_json::Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(sleep["source"], "splay", "{first}");
+        send_signal(child.id(), "STOP");
+        let long_enough = sleep["delay_ms"].as_u64().unwrap() > 500;
+        std::thread::sleep(Duration::from_millis(3400));
+        send_signal(child.id(), "CONT");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        if !long_enough {
+            continue;
+        }
+        let events = json_events(rest.as_bytes());
+        let done = events.last().unwrap();
+        assert_eq!(done["outcome"], "deadline", "{rest}");
+        assert_eq!(done["attempts"], 0, "{rest}");
+        assert_eq!(status.code(), Some(124), "{rest}");
+        assert_eq!(lines(dir.path(), "attempts"), 0, "{rest}");
+        return;
+    }
+    panic!("five splays in a row were too short to be stopped in");
+}
