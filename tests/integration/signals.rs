@@ -28,19 +28,19 @@ fn bash(script: &str, input: &[u8]) -> std::process::Output {
 
 #[test]
 fn xcpu_pwr_vtalrm_and_realtime_signals_end_the_attempts_group_and_retry_dies_of_them() {
-    let mut signals = vec![
+    // PWR and the real-time signals are Linux's (the libc crate names no
+    // other system's real-time signals).
+    let signals = [
         ("XCPU", libc::SIGXCPU),
         ("VTALRM", libc::SIGVTALRM),
         ("PROF", libc::SIGPROF),
-    ];
-    // Linux's own, and its real-time signals (the libc crate names no
-    // other system's).
-    #[cfg(target_os = "linux")]
-    signals.extend([
+        #[cfg(target_os = "linux")]
         ("PWR", libc::SIGPWR),
+        #[cfg(target_os = "linux")]
         ("RTMIN+3", libc::SIGRTMIN() + 3),
+        #[cfg(target_os = "linux")]
         ("RTMAX", libc::SIGRTMAX()),
-    ]);
+    ];
     for (name, number) in signals {
         let dir = scratch();
         let marker = marker();
