@@ -4,7 +4,7 @@ complete -c retry -s m -l multiplier -d 'Growth factor of the ceiling per retry 
 complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
 complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r
 complete -c retry -l splay -d 'Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)' -r
-complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires' -r
+complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires. Given to the command as RETRY_DEADLINE; a retry that finds RETRY_DEADLINE cuts its own --max-time to what is left' -r
 complete -c retry -s T -l timeout -d 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure (permanent with --stop-on-timeout)' -r
 complete -c retry -l kill-after -d 'After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group' -r
 complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 1,7,28,52-56); any other failing code is then permanent. A death by signal N counts as code 128+N; a timed-out attempt is judged only as timed out (see --stop-on-timeout)' -r
@@ -22,6 +22,8 @@ complete -c retry -l on-retry -d 'Run CMD (with /bin/sh -c) after each backoff s
 complete -c retry -l on-give-up -d 'Run CMD (with /bin/sh -c) once when the run fails: never on success, nor when retry is interrupted by a signal. It sees RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS, its output goes to retry\'s stderr, and it is bounded by --timeout, else 60s' -r
 complete -c retry -l success-on-exit -d 'Exit codes that count as success (retry exits 0), decided before every other rule; a code may not also be in --stop-on-exit or --retry-on-exit' -r
 complete -c retry -l until-output -d 'Success also needs a line of the output (stdout and stderr, both scanned) matching REGEX; a success code without one is a transient failure, "not ready yet" (repeatable: one match is enough)' -r
+complete -c retry -l successes -d 'The run succeeds only after N successful attempts in a row, --delay apart (a service that answers once is not ready yet); a failure starts the count over. --attempts counts every attempt' -r
+complete -c retry -l give-up-exit -d 'Exit CODE (0-255) when the run ends on a transient failure (attempts exhausted, --max-time, the budget refused, a circuit open), for a CI system\'s own retry (75 is EX_TEMPFAIL); a permanent failure keeps the command\'s status, retry\'s own errors theirs' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)' -r
 complete -c retry -l log-format -d 'Format of retry\'s own messages [default: github when GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else text]' -r -f -a "text\t'Lines prefixed \'retry:\''
 json\t'One JSON object per line'

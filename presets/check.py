@@ -9,8 +9,9 @@ Standard library only (Python 3.11+, for tomllib). The schema is described in
 presets/README.md. A fixture is judged the way retry judges an attempt when
 the preset is the only rule set (contract, "Classifying an attempt", rules
 1-4): a permanent output pattern that matched a scanned line, then a
-transient one, then the permanent exit codes, then the transient ones, then
-`other_exit`. Patterns are matched per line, on bytes, unanchored, as
+throttled one, then a transient one, then the permanent exit codes, then the
+transient and throttled ones, then `other_exit`. `throttled` is a kind of
+transient: the failure is known to be throttling. Patterns are matched per line, on bytes, unanchored, as
 `regex::bytes::Regex::is_match` does; Python's `re` agrees with Rust's
 `regex` on the plain syntax the presets are written in, and constructs that
 differ (look-around, backreferences, atomic groups, a global flag after the
@@ -29,7 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESERVED = {"list", "show", "none"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-KINDS = ("transient", "permanent")
+KINDS = ("transient", "throttled", "permanent")
+# other_exit names a verdict for failures no rule knows: never throttling.
+OTHER_EXIT = ("transient", "permanent")
 PRESET_KEYS = {
     "description": str,
     "commands": list,
@@ -147,7 +150,7 @@ class Preset:
 
     def decide(self, code: int, lines: list[bytes]) -> tuple[str, str, str]:
         """(verdict, which rule, what it means) for one failed attempt."""
-        for kind in ("permanent", "transient"):
+        for kind in ("permanent", "throttled", "transient"):
             for index, rule in enumerate(self.outputs):
                 if rule.kind != kind:
                     continue
@@ -156,11 +159,12 @@ class Preset:
                     if m:
                         rule.hits += 1
                         return kind, f"output rule {index + 1}", render(rule.means, m)
-        for kind in ("permanent", "transient"):
+        # A code is in one exit rule only: transient and throttled together.
+        for kinds in (("permanent",), ("transient", "throttled")):
             for index, rule in enumerate(self.exits):
-                if rule.kind == kind and code in rule.codes:
+                if rule.kind in kinds and code in rule.codes:
                     rule.hits += 1
-                    return kind, f"exit rule {index + 1}", rule.means
+                    return rule.kind, f"exit rule {index + 1}", rule.means
         if self.other_exit == "permanent":
             return "permanent", "other_exit", f"exit code {code} is in no transient rule"
         return "transient", "other_exit", "retry's default (transient)"
@@ -287,10 +291,10 @@ def load_presets(path: Path, problems: Problems, builtin: bool) -> list[Preset]:
         for rule in table.get("output", []) + table.get("exit", []):
             if builtin and isinstance(rule, dict) and not str(rule.get("source", "")).strip():
                 problems.add(where, "every built-in rule cites its source")
-        has_transient_exit = any(r.kind == "transient" for r in exits)
+        has_transient_exit = any(r.kind in ("transient", "throttled") for r in exits)
         other_exit = table.get("other_exit", "permanent" if has_transient_exit else "transient")
-        if other_exit not in KINDS:
-            problems.add(where, f"other_exit must be one of {KINDS}")
+        if other_exit not in OTHER_EXIT:
+            problems.add(where, f"other_exit must be one of {OTHER_EXIT}")
         if builtin and "other_exit" not in table:
             problems.add(where, "built-in presets say other_exit explicitly")
         presets.append(

@@ -58,7 +58,7 @@ fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str)
         }
         // On GitHub the error's annotation went to stderr already.
         if log_trouble.is_none() && settings.format == LogFormat::Github {
-            return End::Usage.exit_status();
+            return End::Usage.exit_status(None);
         }
     }
     let on_stderr = ReportSettings {
@@ -78,7 +78,7 @@ fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str)
             reporter.error(&trouble);
         }
     }
-    End::Usage.exit_status()
+    End::Usage.exit_status(None)
 }
 
 /// Where retry's own messages go, read from argv before it is parsed, so
@@ -266,7 +266,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         Ok(reporter) => reporter,
         Err(err) => {
             let _ = writeln!(std::io::stderr(), "retry: error: {err:#}");
-            return End::Usage.exit_status();
+            return End::Usage.exit_status(None);
         }
     };
     // A store that cannot be used never stops the job: warn, and run as if
@@ -307,12 +307,12 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         Ok(signals) => signals,
         Err(err) => {
             reporter.error(&format!("{err:#}"));
-            return End::RetryFailed.exit_status();
+            return End::RetryFailed.exit_status(None);
         }
     };
     process::adopt_orphans();
     let gate = match &circuit {
-        Some(circuit) => admit(circuit, &mut reporter),
+        Some(circuit) => admit(circuit, config.hooks.give_up_exit, &mut reporter),
         None => Gate::Unchecked,
     };
     let admitted = matches!(gate, Gate::Admitted);
@@ -346,7 +346,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         }
         Err(err) => {
             reporter.error(&format!("{err:#}"));
-            End::RetryFailed.exit_status()
+            End::RetryFailed.exit_status(None)
         }
     }
 }
@@ -361,8 +361,9 @@ enum Gate {
     Refused(RunSummary),
 }
 
-/// Ask the circuit whether the run may go ahead.
-fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
+/// Ask the circuit whether the run may go ahead; `give_up_exit` is
+/// `--give-up-exit`, the status of a refusal when given.
+fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -> Gate {
     let started = std::time::Instant::now();
     match circuit.admit() {
         Ok(decision) => {
@@ -372,7 +373,7 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
             reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
                 let message = circuit.refusal(until_ms, probing, &decision.state);
-                let status = End::CircuitOpen.exit_status();
+                let status = End::CircuitOpen.exit_status(give_up_exit);
                 reporter.circuit_open(&message, status.as_number(), started.elapsed());
                 return Gate::Refused(RunSummary {
                     status,
@@ -401,6 +402,11 @@ fn admit(circuit: &Circuit, reporter: &mut Reporter) -> Gate {
 
 /// What a run's outcome says about the dependency.
 fn run_result(summary: &RunSummary) -> RunResult {
+    // A run that started no attempt (its deadline had passed) learned
+    // nothing about the dependency.
+    if summary.attempts == 0 {
+        return RunResult::Aborted;
+    }
     match summary.outcome {
         RunOutcome::Success => RunResult::Success,
         RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,

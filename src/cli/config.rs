@@ -12,10 +12,12 @@ use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
 use crate::circuit::CircuitConfig;
 use crate::cli::Cli;
 use crate::cli::StdinMode;
+use crate::cli::checks::{check_success_codes, check_successes, hook_command};
+use crate::cli::deadline::{self, OuterDeadline};
 use crate::cli::generate::Kind as GenerateKind;
 use crate::policy::backoff::Policy;
 use crate::policy::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rules};
-use crate::presets::{self, Request, Sources};
+use crate::presets::{self, Request};
 use crate::report::{CiSettings, LogFormat, ReportSettings, Verbosity};
 use crate::state::StateConfig;
 use crate::values::CodeSet;
@@ -58,6 +60,8 @@ pub(crate) struct Config {
     pub(crate) attempts: Option<u64>,
     pub(crate) splay: Duration,
     pub(crate) max_time: Option<Duration>,
+    /// `RETRY_DEADLINE`: an outer run's deadline, which this run never passes.
+    pub(crate) outer_deadline: Option<OuterDeadline>,
     pub(crate) timeout: Option<Duration>,
     /// `--max-retry-after`: the longest Retry-After obeyed.
     pub(crate) max_retry_after: Duration,
@@ -76,8 +80,15 @@ pub(crate) struct Config {
     pub(crate) metrics: Option<(PathBuf, String)>,
     pub(crate) circuit: Option<CircuitConfig>,
     pub(crate) budget: Option<BudgetConfig>,
-    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`.
+    /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`,
+    /// `--successes`, `--give-up-exit`.
     pub(crate) hooks: Hooks,
+    /// What the preset choice did besides the rules, for `-v` and
+    /// `--explain`: why a wrapped command got none, the command's locale.
+    pub(crate) preset_notes: Vec<String>,
+    /// Set for the command when a preset's patterns read its output: its
+    /// messages in the C locale (see `presets::locale`).
+    pub(crate) child_locale: Vec<(&'static str, OsString)>,
 }
 
 /// Hooks and the run's shape beyond the backoff (the success conditions
@@ -92,36 +103,10 @@ pub(crate) struct Hooks {
     pub(crate) until_failure: bool,
     /// `--reset-after`: a failed attempt that ran this long resets the backoff.
     pub(crate) reset_after: Option<Duration>,
-}
-
-/// A hook's command: not empty (`/bin/sh -c ''` would do nothing, silently).
-fn hook_command(flag: &str, command: Option<OsString>) -> Result<Option<OsString>, UsageError> {
-    match command {
-        Some(text) if text.to_string_lossy().trim().is_empty() => Err(UsageError(format!(
-            "{flag}: the command is empty (a shell command line is expected)"
-        ))),
-        other => Ok(other),
-    }
-}
-
-/// `--success-on-exit` and the exit-code lists must not share a code: the
-/// success would silently win over the list.
-fn check_success_codes(
-    success: Option<&CodeSet>,
-    lists: [(&str, Option<&CodeSet>); 2],
-) -> Result<(), UsageError> {
-    let Some(success) = success else {
-        return Ok(());
-    };
-    for (flag, list) in lists {
-        let Some(list) = list else { continue };
-        if let Some(code) = (0..256).find(|&code| success.contains(code) && list.contains(code)) {
-            return Err(UsageError(format!(
-                "--success-on-exit {success}: exit code {code} is also in {flag} (a code is either a success or a failure)"
-            )));
-        }
-    }
-    Ok(())
+    /// `--successes`: successful attempts in a row the run needs (1 or more).
+    pub(crate) successes: u64,
+    /// `--give-up-exit`: the status of a run that ends on a transient failure.
+    pub(crate) give_up_exit: Option<u8>,
 }
 
 /// A bad combination of flags, reported like a bad value: exit 125.
@@ -211,7 +196,10 @@ impl Config {
             on_give_up: hook_command("--on-give-up", cli.on_give_up)?,
             until_failure: cli.until_failure,
             reset_after: cli.reset_after,
+            successes: cli.successes,
+            give_up_exit: cli.give_up_exit,
         };
+        check_successes(cli.successes, attempts)?;
         // --until-output looks at stdout too.
         let scan_stdout = cli.scan_stdout || !cli.until_output.is_empty();
         // The flags' patterns first, then the preset's, under one limit.
@@ -236,8 +224,7 @@ impl Config {
             || cli.budget_status
             || cli.budget_reset
             || preset_mode.is_some());
-        // User presets files ignored (not ours to use): warnings of the run.
-        let mut preset_notes = Vec::new();
+        let mut found = presets::ForRun::default();
         if resolving {
             if cli.command.is_empty() && !cli.explain {
                 return Err(UsageError(
@@ -249,17 +236,9 @@ impl Config {
                 Some("none") => Request::Off,
                 Some(name) => Request::Named(name.to_string()),
             };
-            let chosen = presets::choose_noting(
-                &request,
-                cli.command.first().map(OsString::as_os_str),
-                &Sources::from_env(),
-                &mut preset_notes,
-            )
-            .map_err(UsageError)?;
-            if let Some(chosen) = chosen {
-                sets.push(presets::rule_set(&chosen, &mut compiler).map_err(UsageError)?);
-                retry_after |= chosen.preset.retry_after;
-            }
+            found = presets::for_run(&request, &cli.command, &mut compiler).map_err(UsageError)?;
+            sets.extend(found.set.take());
+            retry_after |= found.retry_after;
         }
         let mut rules = Rules::new(sets, until_output, retry_after).map_err(UsageError)?;
         rules.stop_on_timeout = cli.stop_on_timeout;
@@ -390,7 +369,11 @@ impl Config {
             },
         });
 
-        let mut warnings = preset_notes;
+        // User presets files ignored (not ours to use); curl without -f.
+        let mut warnings = std::mem::take(&mut found.warnings);
+        if mode == Mode::Run {
+            warnings.extend(presets::advice::at_start(&rules, &cli.command));
+        }
         if cli.delay > cli.cap {
             warnings.push(format!(
                 "--delay {} is longer than --cap {}: the cap wins, every sleep is at most {}",
@@ -399,6 +382,11 @@ impl Config {
                 humantime::format_duration(cli.cap)
             ));
         }
+        // Only what runs the command (or explains it) is bound by it.
+        let outer_deadline = match mode {
+            Mode::Run | Mode::Explain => deadline::from_env().map_err(UsageError)?,
+            _ => None,
+        };
         Ok(Config {
             mode,
             warnings,
@@ -412,6 +400,7 @@ impl Config {
             attempts,
             splay: cli.splay,
             max_time: cli.max_time,
+            outer_deadline,
             timeout: cli.timeout,
             max_retry_after: cli.max_retry_after,
             kill_after: cli.kill_after,
@@ -434,6 +423,8 @@ impl Config {
             circuit,
             budget,
             hooks,
+            preset_notes: found.said,
+            child_locale: found.child_locale,
         })
     }
 }

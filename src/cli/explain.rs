@@ -110,6 +110,62 @@ pub(crate) fn policy_line(config: &Config) -> String {
     text
 }
 
+/// `RETRY_DEADLINE`: how an outer run's deadline bounds this run (said
+/// under `-v` and by `--explain`).
+pub(crate) fn deadline_line(config: &Config) -> Option<String> {
+    let outer = config.outer_deadline?;
+    let left = human(outer.left);
+    Some(match config.max_time {
+        _ if outer.left.is_zero() => {
+            "RETRY_DEADLINE: the outer run's deadline has passed: no attempt starts".to_string()
+        }
+        Some(own) if outer.left < own => format!(
+            "RETRY_DEADLINE: the outer run's deadline comes in {left}: --max-time {} is cut to {left}",
+            human(own)
+        ),
+        Some(own) => format!(
+            "RETRY_DEADLINE: the outer run's deadline comes in {left}, after --max-time {}",
+            human(own)
+        ),
+        None => format!(
+            "RETRY_DEADLINE: the outer run's deadline comes in {left}: the run ends by then (--max-time {left})"
+        ),
+    })
+}
+
+/// The time the run may take: `--max-time`, cut to what is left of an
+/// outer run's deadline.
+fn run_time(config: &Config) -> Option<Duration> {
+    let outer = config.outer_deadline.map(|outer| outer.left);
+    match (config.max_time, outer) {
+        (Some(own), Some(outer)) => Some(own.min(outer)),
+        (own, outer) => own.or(outer),
+    }
+}
+
+/// `--successes N`: what readiness takes, and what room the attempt limit
+/// leaves for failures.
+fn successes_text(config: &Config) -> String {
+    let n = config.hooks.successes;
+    let delay = config.policy.delay.min(config.policy.cap);
+    let room = match config.attempts {
+        Some(limit) => format!(
+            "--attempts {limit} counts every attempt: {} failed attempts at most leave room for them.",
+            limit - n
+        ),
+        None => "attempts are unlimited.".to_string(),
+    };
+    format!(
+        "--successes {n}: the run succeeds only after {n} successful attempts in a row, {} apart (--delay; {} of sleep at least); a failure starts the count over, and the schedule below too; {room}",
+        human(delay),
+        human(
+            delay
+                .checked_mul(u32::try_from(n - 1).unwrap_or(u32::MAX))
+                .unwrap_or(Duration::MAX)
+        )
+    )
+}
+
 /// The conditions and hooks in force, one sentence each.
 fn conditions(config: &Config) -> Vec<String> {
     let mut lines = Vec::new();
@@ -142,6 +198,14 @@ fn conditions(config: &Config) -> Vec<String> {
         lines.push(format!(
             "--reset-after {}: an attempt that ran at least that long before failing starts the schedule over at retry 1.",
             human(limit)
+        ));
+    }
+    if hooks.successes > 1 {
+        lines.push(successes_text(config));
+    }
+    if let Some(code) = hooks.give_up_exit {
+        lines.push(format!(
+            "--give-up-exit {code}: a run that ends on a transient failure (attempts exhausted, --max-time, the budget refused, a circuit open) exits {code}; a permanent failure keeps the command's status, retry's own errors theirs."
         ));
     }
     let shown = |command: &std::ffi::OsString| sanitize_line(&command.to_string_lossy(), 60);
@@ -177,6 +241,7 @@ pub(crate) fn rules_text(rules: &Rules) -> String {
         let preset = matches!(set.source, RuleSource::Preset { .. });
         for (kind, rules_of_kind, flag) in [
             ("permanent", &set.stop_on_output, "--stop-on-output"),
+            ("throttled", &set.throttle_on_output, ""),
             ("transient", &set.retry_on_output, "--retry-on-output"),
         ] {
             for rule in rules_of_kind {
@@ -191,6 +256,8 @@ pub(crate) fn rules_text(rules: &Rules) -> String {
             for rule in &set.exit_rules {
                 let kind = if rule.permanent {
                     "permanent"
+                } else if rule.throttled {
+                    "throttled"
                 } else {
                     "transient"
                 };
@@ -241,9 +308,7 @@ pub(crate) fn render(config: &Config) -> String {
         out,
         "Schedule: {}{}",
         policy_words(config),
-        config
-            .max_time
-            .map_or(String::new(), |t| format!("; max-time {}", human(t)))
+        run_time(config).map_or(String::new(), |t| format!("; max-time {}", human(t)))
     );
     let _ = writeln!(
         out,
@@ -251,6 +316,9 @@ pub(crate) fn render(config: &Config) -> String {
     );
     for warning in &config.warnings {
         let _ = writeln!(out, "Note: {warning}.");
+    }
+    if let Some(line) = deadline_line(config) {
+        let _ = writeln!(out, "{line}.");
     }
     for line in conditions(config) {
         let _ = writeln!(out, "{line}");
@@ -292,6 +360,7 @@ pub(crate) fn render(config: &Config) -> String {
         (config.splay, config.splay / 2, Duration::ZERO);
     let mut ending = None;
     let mut warned_max_time = false;
+    let max_time = run_time(config);
     for (index, row) in table.iter().enumerate() {
         let retry = index as u64 + 1;
         worst_total = worst_total.saturating_add(row.worst);
@@ -306,7 +375,7 @@ pub(crate) fn render(config: &Config) -> String {
             human(worst_total),
             human(mean_total)
         );
-        if let Some(max_time) = config.max_time {
+        if let Some(max_time) = max_time {
             if least_total >= max_time {
                 ending = Some(format!(
                     "--max-time {} ends the run before retry {retry}: even the shortest sleeps add up to {}.",
@@ -325,7 +394,7 @@ pub(crate) fn render(config: &Config) -> String {
                 break;
             }
         }
-        if let Some(max_time) = config.max_time
+        if let Some(max_time) = max_time
             && worst_total >= max_time
             && !warned_max_time
         {
@@ -364,5 +433,9 @@ pub(crate) fn render(config: &Config) -> String {
     }
     let _ = writeln!(out);
     out.push_str(&rules_text(&config.rules));
+    // Why a wrapped command has no preset; the command's locale.
+    for note in &config.preset_notes {
+        let _ = writeln!(out, "  {note}");
+    }
     out
 }

@@ -8,7 +8,9 @@
 // Doc comments here are the help text users read, not rustdoc.
 #![allow(clippy::doc_markdown)]
 
+mod checks;
 pub(crate) mod config;
+pub(crate) mod deadline;
 pub(crate) mod explain;
 pub(crate) mod generate;
 mod parsers;
@@ -56,12 +58,15 @@ or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 75 a
 --circuit is open and nothing ran; 125 retry's own error (usage, a store
 that --circuit-status and the like cannot use, output that could not be
 delivered); 126 not executable; 127 not found; death by signal N is passed
-on as signal N (a shell shows 128+N).
+on as signal N (a shell shows 128+N). --give-up-exit CODE replaces the
+status of a run that ends on a transient failure.
 
 The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
 RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or
-'retry-after=DURATION' there to decide for yourself). --on-give-up gets
-RETRY_EXIT, RETRY_OUTCOME and RETRY_ATTEMPTS.
+'retry-after=DURATION' there to decide for yourself), and RETRY_DEADLINE
+(Unix time in ms) when the run has a deadline: a retry that finds it cuts
+its own --max-time to what is left. --on-give-up gets RETRY_EXIT,
+RETRY_OUTCOME and RETRY_ATTEMPTS.
 
 Examples:
   retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health
@@ -112,7 +117,7 @@ pub(crate) struct Cli {
     pub(crate) splay: Duration,
 
     // ---- Limits ----
-    /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires
+    /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires. Given to the command as RETRY_DEADLINE; a retry that finds RETRY_DEADLINE cuts its own --max-time to what is left
     #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) max_time: Option<Duration>,
 
@@ -199,6 +204,14 @@ pub(crate) struct Cli {
     /// The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given
     #[arg(long, conflicts_with_all = ["on_give_up", "until_output"], help_heading = HOOKS)]
     pub(crate) until_failure: bool,
+
+    /// The run succeeds only after N successful attempts in a row, --delay apart (a service that answers once is not ready yet); a failure starts the count over. --attempts counts every attempt
+    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1_000_000), allow_hyphen_values = true, conflicts_with = "until_failure", help_heading = HOOKS)]
+    pub(crate) successes: u64,
+
+    /// Exit CODE (0-255) when the run ends on a transient failure (attempts exhausted, --max-time, the budget refused, a circuit open), for a CI system's own retry (75 is EX_TEMPFAIL); a permanent failure keeps the command's status, retry's own errors theirs
+    #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u8), allow_hyphen_values = true, help_heading = LIMITS)]
+    pub(crate) give_up_exit: Option<u8>,
 
     /// An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)
     #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = BACKOFF)]

@@ -41,6 +41,10 @@ pub(crate) struct Observation<'a> {
 pub(crate) enum Class {
     Success,
     Transient,
+    /// A transient failure known to be throttling (HTTP 429, a 503 with a
+    /// wait, a rate-limit message): retried like any transient one, backing
+    /// off from `--throttle-delay` instead of `--delay`.
+    Throttled,
     Permanent,
 }
 
@@ -49,8 +53,14 @@ impl Class {
         match self {
             Class::Success => "success",
             Class::Transient => "transient",
+            Class::Throttled => "throttled",
             Class::Permanent => "permanent",
         }
+    }
+
+    /// Transient or throttled: worth another attempt.
+    pub(crate) fn is_transient(self) -> bool {
+        matches!(self, Class::Transient | Class::Throttled)
     }
 }
 
@@ -190,7 +200,7 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
             return if codes.contains(code) {
                 (
                     verdict(
-                        Class::Transient,
+                        exit_class(set, code),
                         label.listed(&what, code, "--retry-on-exit"),
                     ),
                     is_preset,
@@ -203,7 +213,7 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
         // the codes of its transient rules.
         if is_preset && set.exit_rule(code).is_some() {
             return (
-                verdict(Class::Transient, label.listed(&what, code, "")),
+                verdict(exit_class(set, code), label.listed(&what, code, "")),
                 true,
             );
         }
@@ -215,6 +225,15 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
     }
     // 7.
     (verdict(Class::Transient, what), false)
+}
+
+/// A code a transient list holds: throttled when a preset's throttled exit
+/// rule names it.
+fn exit_class(set: &RuleSet, code: i32) -> Class {
+    match set.exit_rule(code) {
+        Some(rule) if rule.throttled => Class::Throttled,
+        _ => Class::Transient,
+    }
 }
 
 /// Rule 0: the hint file's word.
@@ -242,6 +261,8 @@ fn output_verdict(
     let is_preset = matches!(set.source, RuleSource::Preset { .. });
     let (class, rule, flag) = if let Some(rule) = set.stop_on_output.iter().find(matched) {
         (Class::Permanent, rule, "--stop-on-output")
+    } else if let Some(rule) = set.throttle_on_output.iter().find(matched) {
+        (Class::Throttled, rule, "--retry-on-output")
     } else {
         let rule = set.retry_on_output.iter().find(matched)?;
         (Class::Transient, rule, "--retry-on-output")

@@ -13,6 +13,9 @@ use crate::policy::backoff::Sleep;
 use crate::policy::classify::{Class, Verdict};
 use crate::process::{Ending, signal_name};
 use crate::values::human;
+use counting::{confirm_success, next_repeat};
+
+mod counting;
 
 /// The limits of a run.
 #[derive(Clone, Copy, Debug)]
@@ -23,6 +26,9 @@ pub(crate) struct Limits {
     pub(crate) deadline: Option<Instant>,
     /// `--until-failure`: repeat while the command succeeds.
     pub(crate) until_failure: bool,
+    /// `--successes`: successful attempts in a row that make the run a
+    /// success (1: the first success does).
+    pub(crate) successes: u64,
 }
 
 /// How a run (`retry ... -- COMMAND`) ended: all that its exit status
@@ -56,8 +62,24 @@ pub(crate) enum End {
 
 impl End {
     /// The exit status retry ends the run with: chosen here and nowhere
-    /// else (`exit` only spells the numbers).
-    pub(crate) fn exit_status(self) -> ExitStatus {
+    /// else (`exit` only spells the numbers). `give_up_exit`
+    /// (`--give-up-exit`) replaces the status of a run that ended on a
+    /// transient failure (out of attempts, time or budget, or refused by an
+    /// open circuit), for a CI system to retry the job; a permanent failure
+    /// and retry's own errors keep theirs.
+    pub(crate) fn exit_status(self, give_up_exit: Option<u8>) -> ExitStatus {
+        let transient = matches!(
+            self.outcome(),
+            Some(
+                RunOutcome::Exhausted
+                    | RunOutcome::Deadline
+                    | RunOutcome::BudgetExhausted
+                    | RunOutcome::CircuitOpen
+            )
+        );
+        if let (true, Some(code)) = (transient, give_up_exit) {
+            return ExitStatus::Code(code);
+        }
         match self {
             End::Success => ExitStatus::SUCCESS,
             // Out of budget: the last attempt's own status, as it is (even
@@ -127,6 +149,8 @@ pub(crate) struct Attempt<'a> {
     pub(crate) verdict: Verdict,
     /// The reader of retry's stdout or stderr went away during it.
     pub(crate) downstream_closed: bool,
+    /// Successful attempts in a row up to this one (0: it failed).
+    pub(crate) in_a_row: u64,
 }
 
 /// What follows an attempt: the attempt's verdict as final (what its
@@ -190,7 +214,7 @@ impl Done {
 /// How the last attempt of a failed run ended, and the status it gives
 /// when that is not the attempt's own.
 fn failure_detail(ending: &Ending) -> String {
-    let status = End::failed(RunOutcome::Exhausted, ending).exit_status();
+    let status = End::failed(RunOutcome::Exhausted, ending).exit_status(None);
     if status == ending.exit_status() {
         ending.describe()
     } else {
@@ -228,20 +252,39 @@ pub(crate) fn after_attempt(
     proposed: (Sleep, SleepSource),
 ) -> Decision {
     let mut verdict = attempt.verdict;
-    if attempt.downstream_closed && verdict.class == Class::Transient {
+    if attempt.downstream_closed && verdict.class.is_transient() {
         verdict.class = Class::Permanent;
         verdict
             .reason
             .push_str("; the reader of the output went away");
     }
-    let step = next_step(
-        attempt.number,
-        attempt.ending,
-        verdict.class,
-        limits,
-        now,
-        proposed,
-    );
+    let not_ready = verdict.class == Class::Success
+        && attempt.in_a_row < limits.successes
+        && attempt.ending.interrupted.is_none();
+    if verdict.class == Class::Success && limits.successes > 1 && !limits.until_failure {
+        verdict.reason.push_str(&format!(
+            "; {} of {} successes in a row",
+            attempt.in_a_row, limits.successes
+        ));
+    }
+    let step = if not_ready {
+        confirm_success(
+            (attempt.number, attempt.in_a_row),
+            attempt.ending,
+            limits,
+            now,
+            proposed,
+        )
+    } else {
+        next_step(
+            attempt.number,
+            attempt.ending,
+            verdict.class,
+            limits,
+            now,
+            proposed,
+        )
+    };
     if let Step::Done(done) = &step {
         let outcome = done.end.outcome();
         let ended_it = matches!(
@@ -286,7 +329,7 @@ fn next_step(
             });
         }
         Class::Permanent => return Done::with(RunOutcome::Permanent, ending),
-        Class::Transient => {}
+        Class::Transient | Class::Throttled => {}
     }
     let past_deadline = |at: Instant| limits.deadline.is_some_and(|deadline| at >= deadline);
     if ending.timed_out && past_deadline(now) {
@@ -309,53 +352,21 @@ fn next_step(
     Step::Sleep { sleep, source }
 }
 
-/// `--until-failure`, the inverse run: after a success, another run (within
-/// the limits and after the policy's sleep); the first failure, transient or
-/// permanent, ends the run with its status (outcome `permanent`). When the
-/// limits end the run first, every run passed: success, exit 0. A run cut
-/// short by `--max-time` neither passed nor failed: it is not counted (but
-/// when no run finished before it, nothing was learned: `deadline`, 124).
-fn next_repeat(
-    attempt: u64,
-    ending: &Ending,
-    class: Class,
-    limits: Limits,
-    now: Instant,
-    proposed: (Sleep, SleepSource),
-) -> Step {
-    let past_deadline = |at: Instant| limits.deadline.is_some_and(|deadline| at >= deadline);
-    let before = attempt.saturating_sub(1);
-    if class != Class::Success {
-        if ending.timed_out && past_deadline(now) {
-            if before == 0 {
-                return Done::with(RunOutcome::Deadline, ending);
-            }
-            return Step::Done(Done::passed(format!(
-                "--max-time reached during run {attempt}, which is not counted; the {} before it passed",
-                runs(before)
-            )));
-        }
-        return Step::Done(Done {
-            end: End::failed(RunOutcome::Permanent, ending),
-            detail: format!(
-                "{} on run {attempt}, after {} that passed",
-                failure_detail(ending),
-                runs(before)
-            ),
-        });
+/// Before the first attempt: `Some` when the run's deadline has passed
+/// already (an outer run's, `RETRY_DEADLINE`, or a splay that took all of
+/// `--max-time`): no attempt starts, and the run ends as timed out.
+pub(crate) fn before_first_attempt(limits: Limits, now: Instant) -> Option<Done> {
+    if limits.deadline.is_none_or(|deadline| now < deadline) {
+        return None;
     }
-    if limits.max_attempts.is_some_and(|max| attempt >= max) {
-        return Step::Done(Done::passed(format!("all {} passed", runs(attempt))));
-    }
-    let (sleep, source) = proposed;
-    if past_deadline(now + sleep.delay.min(Duration::from_secs(u32::MAX.into()))) {
-        return Step::Done(Done::passed(format!(
-            "all {} passed; the next sleep ({}) would end past --max-time",
-            runs(attempt),
-            human(sleep.delay)
-        )));
-    }
-    Step::Sleep { sleep, source }
+    Some(Done {
+        end: End::Failed {
+            outcome: RunOutcome::Deadline,
+            last: ExitStatus::TIMED_OUT,
+        },
+        detail: "the run's deadline had passed before its first attempt: none started (exit 124)"
+            .to_string(),
+    })
 }
 
 /// After `--on-retry` ran, before attempt `next`: `None` lets it go ahead
@@ -672,6 +683,7 @@ mod tests {
                 max_attempts: case.max_attempts,
                 deadline,
                 until_failure: case.until_failure,
+                successes: 1,
             };
             let step = next_step(
                 case.attempt,
@@ -684,7 +696,7 @@ mod tests {
             match (step, case.expected) {
                 (Step::Done(Done { end, .. }), Ok(expected)) => {
                     assert_eq!(end.outcome(), Some(expected), "{}", case.name);
-                    assert_eq!(Some(end.exit_status()), case.status, "{}", case.name);
+                    assert_eq!(Some(end.exit_status(None)), case.status, "{}", case.name);
                 }
                 (Step::Sleep { sleep, source }, Err(expected)) => {
                     assert_eq!(source, expected, "{}", case.name);
@@ -702,6 +714,7 @@ mod tests {
             max_attempts: None,
             deadline: Some(now + Duration::from_secs(5)),
             until_failure: false,
+            successes: 1,
         };
         let step = next_step(
             1,
@@ -732,6 +745,7 @@ mod tests {
             max_attempts: None,
             deadline: None,
             until_failure: true,
+            successes: 1,
         };
         let proposed = sleep(0, SleepSource::Backoff);
         let detail = |step: Step| match step {
@@ -755,6 +769,7 @@ mod tests {
             max_attempts: Some(5),
             deadline: Some(now + Duration::from_secs(60)),
             until_failure: false,
+            successes: 1,
         };
         let past = Limits {
             deadline: now.checked_sub(Duration::from_millis(1)),
@@ -769,10 +784,13 @@ mod tests {
         };
         let done = after_hook(2, &previous, &signalled, open, now).unwrap();
         assert_eq!(done.end.outcome(), Some(RunOutcome::Interrupted));
-        assert_eq!(done.end.exit_status(), ExitStatus::Signal(libc::SIGTERM));
+        assert_eq!(
+            done.end.exit_status(None),
+            ExitStatus::Signal(libc::SIGTERM)
+        );
         let done = after_hook(2, &previous, &exited(0), past, now).unwrap();
         assert_eq!(done.end.outcome(), Some(RunOutcome::Deadline));
-        assert_eq!(done.end.exit_status(), ExitStatus::Code(7));
+        assert_eq!(done.end.exit_status(None), ExitStatus::Code(7));
         assert_eq!(done.detail, "--max-time ran out during --on-retry; exit 7");
         let hunting = Limits {
             until_failure: true,
@@ -780,7 +798,7 @@ mod tests {
         };
         let done = after_hook(4, &exited(0), &exited(0), hunting, now).unwrap();
         assert_eq!(done.end.outcome(), Some(RunOutcome::Success));
-        assert_eq!(done.end.exit_status(), ExitStatus::SUCCESS);
+        assert_eq!(done.end.exit_status(None), ExitStatus::SUCCESS);
         assert_eq!(
             done.detail,
             "all 3 runs passed; --max-time ran out during --on-retry"
@@ -793,6 +811,7 @@ mod tests {
             max_attempts: Some(2),
             deadline: None,
             until_failure: false,
+            successes: 1,
         };
         let proposed = sleep(0, SleepSource::Backoff);
         let step = next_step(
@@ -806,7 +825,7 @@ mod tests {
         let Step::Done(done) = step else {
             panic!("expected the run to end")
         };
-        assert_eq!(done.end.exit_status(), ExitStatus::Code(1));
+        assert_eq!(done.end.exit_status(None), ExitStatus::Code(1));
         assert_eq!(
             done.detail,
             "exit 0, but no line matched --until-output (exit 1)"
@@ -875,9 +894,123 @@ mod tests {
             (End::Usage, ExitStatus::Code(125), None),
         ];
         for (end, status, outcome) in table {
-            assert_eq!(end.exit_status(), status, "{end:?}");
+            assert_eq!(end.exit_status(None), status, "{end:?}");
             assert_eq!(end.outcome(), outcome, "{end:?}");
+            // --give-up-exit: a transient failure hands off with its code;
+            // everything else keeps its status.
+            let handed_off = matches!(
+                outcome,
+                Some(
+                    RunOutcome::Exhausted
+                        | RunOutcome::Deadline
+                        | RunOutcome::BudgetExhausted
+                        | RunOutcome::CircuitOpen
+                )
+            );
+            let expected = if handed_off {
+                ExitStatus::Code(3)
+            } else {
+                status
+            };
+            assert_eq!(end.exit_status(Some(3)), expected, "{end:?}");
         }
+        // Even a code of 0: the CI job passes, the JSON still says why.
+        let exhausted = failed(RunOutcome::Exhausted, ExitStatus::Code(7));
+        assert_eq!(exhausted.exit_status(Some(0)), ExitStatus::SUCCESS);
+    }
+
+    #[test]
+    fn a_success_short_of_the_streak_is_confirmed_after_the_base_delay() {
+        let limits = Limits {
+            max_attempts: Some(4),
+            deadline: None,
+            until_failure: false,
+            successes: 3,
+        };
+        let decide_at = |number, in_a_row, limits| {
+            let ending = exited(0);
+            after_attempt(
+                Attempt {
+                    number,
+                    ending: &ending,
+                    verdict: judged(Class::Success, "exit 0"),
+                    downstream_closed: false,
+                    in_a_row,
+                },
+                limits,
+                Instant::now(),
+                sleep(250, SleepSource::Backoff),
+            )
+        };
+        // 1 and 2 in a row: another attempt, after the proposed delay; the
+        // attempt itself stays a success.
+        for in_a_row in [1, 2] {
+            let decision = decide_at(2, in_a_row, limits);
+            assert_eq!(decision.verdict.class, Class::Success);
+            assert_eq!(
+                decision.step,
+                Step::Sleep {
+                    sleep: sleep(250, SleepSource::Backoff).0,
+                    source: SleepSource::Backoff
+                }
+            );
+        }
+        // The third in a row ends it.
+        let Step::Done(done) = decide_at(3, 3, limits).step else {
+            panic!("expected the run to end")
+        };
+        assert_eq!(done.end, End::Success);
+        // Out of attempts first: failed, never 0.
+        let Step::Done(done) = decide_at(4, 2, limits).step else {
+            panic!("expected the run to end")
+        };
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Exhausted));
+        assert_eq!(done.end.exit_status(None), ExitStatus::Code(1));
+        assert_eq!(
+            done.detail,
+            "exit 0, but only 2 of the 3 successes in a row --successes asks for (exit 1)"
+        );
+        // No room for the delay before the deadline: failed too.
+        let tight = Limits {
+            max_attempts: None,
+            deadline: Some(Instant::now() + Duration::from_millis(100)),
+            ..limits
+        };
+        let Step::Done(done) = decide_at(2, 1, tight).step else {
+            panic!("expected the run to end")
+        };
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Deadline));
+        assert!(
+            done.detail.starts_with(
+                "the next sleep (250ms) would end past it; exit 0, but only 1 of the 3"
+            ),
+            "{}",
+            done.detail
+        );
+    }
+
+    #[test]
+    fn a_deadline_already_past_starts_no_attempt() {
+        let now = Instant::now();
+        let limits = Limits {
+            max_attempts: None,
+            deadline: Some(now),
+            until_failure: false,
+            successes: 1,
+        };
+        let done = before_first_attempt(limits, now).unwrap();
+        assert_eq!(done.end.outcome(), Some(RunOutcome::Deadline));
+        assert_eq!(done.end.exit_status(None), ExitStatus::TIMED_OUT);
+        let ahead = Limits {
+            deadline: Some(now + Duration::from_millis(1)),
+            ..limits
+        };
+        assert_eq!(before_first_attempt(ahead, now), None);
+        let none = Limits {
+            deadline: None,
+            ..limits
+        };
+        assert_eq!(before_first_attempt(none, now), None);
     }
 
     fn judged(class: Class, reason: &str) -> Verdict {
@@ -899,6 +1032,7 @@ mod tests {
             ending,
             verdict,
             downstream_closed,
+            in_a_row: u64::from(ending.succeeded()),
         };
         after_attempt(
             attempt,
@@ -914,6 +1048,7 @@ mod tests {
             max_attempts: Some(5),
             deadline: None,
             until_failure: false,
+            successes: 1,
         };
         // A transient failure that retries is left as it was.
         let decision = decide(

@@ -21,6 +21,9 @@ pub(crate) enum RuleSource {
         origin: String,
         /// Chosen from the command's file name, not by `--preset NAME`.
         automatic: bool,
+        /// How the command was found when a wrapper runs it or its name
+        /// carries a version: `apt-get, run by sudo`.
+        through: Option<String>,
     },
 }
 
@@ -32,6 +35,7 @@ impl RuleSource {
             name: name.to_string(),
             origin: "built-in".to_string(),
             automatic: false,
+            through: None,
         }
     }
 
@@ -43,11 +47,16 @@ impl RuleSource {
             name,
             origin,
             automatic,
+            through,
         } = self
         else {
             return None;
         };
-        Some(if *automatic {
+        Some(if let (true, Some(through)) = (automatic, through) {
+            format!(
+                "preset {name} from {origin}, chosen from the command {through} (--preset none turns it off)"
+            )
+        } else if *automatic {
             format!(
                 "preset {name} from {origin}, chosen from the command name (--preset none turns it off)"
             )
@@ -305,6 +314,8 @@ impl OutputRule {
 #[derive(Clone, Debug)]
 pub(crate) struct ExitRule {
     pub(crate) permanent: bool,
+    /// A transient rule that knows the failure is throttling.
+    pub(crate) throttled: bool,
     pub(crate) codes: CodeSet,
     pub(crate) means: String,
 }
@@ -317,6 +328,9 @@ pub(crate) struct RuleSet {
     pub(crate) retry_on_exit: Option<CodeSet>,
     pub(crate) stop_on_output: Vec<OutputRule>,
     pub(crate) retry_on_output: Vec<OutputRule>,
+    /// A preset's throttled output rules: transient, and the server asked
+    /// to slow down (judged before `retry_on_output`: the more it knows).
+    pub(crate) throttle_on_output: Vec<OutputRule>,
     /// A preset's exit rules in file order: what each code means. A code in
     /// a transient rule of a preset without `retry_on_exit` (its other
     /// failures are left to retry's defaults) is transient by its rule.
@@ -332,6 +346,7 @@ impl RuleSet {
             retry_on_exit: None,
             stop_on_output: Vec::new(),
             retry_on_output: Vec::new(),
+            throttle_on_output: Vec::new(),
             exit_rules: Vec::new(),
         }
     }
@@ -346,6 +361,7 @@ impl RuleSet {
     fn output_rules_mut(&mut self) -> impl Iterator<Item = &mut OutputRule> {
         self.stop_on_output
             .iter_mut()
+            .chain(self.throttle_on_output.iter_mut())
             .chain(self.retry_on_output.iter_mut())
     }
 }

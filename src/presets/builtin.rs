@@ -11,7 +11,11 @@ pub(crate) struct File {
     pub(crate) text: &'static str,
 }
 
-pub(crate) const FILES: [File; 5] = [
+pub(crate) const FILES: [File; 7] = [
+    File {
+        path: "presets/build.toml",
+        text: include_str!("../../presets/build.toml"),
+    },
     File {
         path: "presets/cloud.toml",
         text: include_str!("../../presets/cloud.toml"),
@@ -19,6 +23,10 @@ pub(crate) const FILES: [File; 5] = [
     File {
         path: "presets/http.toml",
         text: include_str!("../../presets/http.toml"),
+    },
+    File {
+        path: "presets/llm.toml",
+        text: include_str!("../../presets/llm.toml"),
     },
     File {
         path: "presets/packages.toml",
@@ -43,20 +51,33 @@ pub(crate) struct Entry {
 }
 
 /// Every built-in preset, in file order.
-pub(crate) const INDEX: [Entry; 13] = [
-    entry("docker", 0, &["docker", "podman"]),
-    entry("kubectl", 0, &["kubectl"]),
-    entry("aws", 0, &["aws"]),
-    entry("terraform", 0, &["terraform"]),
-    entry("curl", 1, &["curl"]),
-    entry("wget", 1, &["wget"]),
-    entry("apt", 2, &["apt-get", "apt"]),
-    entry("pip", 2, &["pip", "pip3"]),
-    entry("npm", 2, &["npm"]),
-    entry("ssh", 3, &["ssh"]),
-    entry("scp", 3, &["scp", "sftp"]),
-    entry("rsync", 3, &["rsync"]),
-    entry("git", 4, &["git"]),
+pub(crate) const INDEX: [Entry; 26] = [
+    entry("cargo", 0, &["cargo"]),
+    entry("go", 0, &["go"]),
+    entry("gradle", 0, &["gradle", "gradlew"]),
+    entry("mvn", 0, &["mvn", "mvnw"]),
+    entry("docker", 1, &["docker", "podman"]),
+    entry("kubectl", 1, &["kubectl"]),
+    entry("aws", 1, &["aws"]),
+    entry("terraform", 1, &["terraform"]),
+    entry("registry", 1, &["skopeo", "crane"]),
+    entry("helm", 1, &["helm"]),
+    entry("gcloud", 1, &["gcloud", "gsutil"]),
+    entry("az", 1, &["az"]),
+    entry("curl", 2, &["curl"]),
+    entry("wget", 2, &["wget"]),
+    entry("llm", 3, &["claude", "codex", "gemini", "llm"]),
+    entry("apt", 4, &["apt-get", "apt"]),
+    entry("pip", 4, &["pip", "pip3"]),
+    entry("npm", 4, &["npm"]),
+    entry("uv", 4, &["uv", "uvx"]),
+    entry("yarn", 4, &["yarn"]),
+    entry("pnpm", 4, &["pnpm"]),
+    entry("ssh", 5, &["ssh"]),
+    entry("scp", 5, &["scp", "sftp"]),
+    entry("rsync", 5, &["rsync"]),
+    entry("git", 6, &["git"]),
+    entry("gh", 6, &["gh"]),
 ];
 
 const fn entry(name: &'static str, file: usize, commands: &'static [&'static str]) -> Entry {

@@ -19,14 +19,18 @@
 
 pub(crate) mod advice;
 mod builtin;
+mod for_run;
+pub(crate) mod locale;
 pub(crate) mod schema;
+pub(crate) mod wrapped;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::policy::rules::{ExitRule, OutputRule, PatternCompiler, RuleSet, RuleSource};
 use crate::values::CodeSet;
+pub(crate) use for_run::{ForRun, for_run};
 use schema::{Kind, Origin, Preset, Strictness};
 
 /// The most a user presets file may hold.
@@ -255,6 +259,9 @@ pub(crate) struct Chosen {
     pub(crate) preset: Preset,
     /// By the command's file name, not by `--preset NAME`.
     pub(crate) automatic: bool,
+    /// How the command was found when it is not the plain first word:
+    /// `apt-get, run by sudo`, `pip3.11, read as pip`.
+    pub(crate) through: Option<String>,
 }
 
 /// Every preset's name, for a message.
@@ -272,20 +279,20 @@ fn known_names(layers: &[Layer]) -> String {
 }
 
 /// The preset for a run: the one `--preset NAME` names, or the one the
-/// command's file name chooses. Errors are usage errors (a malformed user
-/// file, an unknown name).
+/// command's file name chooses (looking through wrappers: `sudo apt-get`).
+/// Errors are usage errors (a malformed user file, an unknown name).
 pub(crate) fn choose(
     request: &Request,
-    program: Option<&OsStr>,
+    command: &[OsString],
     sources: &Sources,
 ) -> Result<Option<Chosen>, String> {
-    choose_noting(request, program, sources, &mut Vec::new())
+    choose_noting(request, command, sources, &mut Vec::new())
 }
 
 /// [`choose`], saying in `notes` which user files were ignored.
 pub(crate) fn choose_noting(
     request: &Request,
-    program: Option<&OsStr>,
+    command: &[OsString],
     sources: &Sources,
     notes: &mut Vec<String>,
 ) -> Result<Option<Chosen>, String> {
@@ -317,45 +324,70 @@ pub(crate) fn choose_noting(
             Ok(Some(Chosen {
                 preset,
                 automatic: false,
+                through: None,
             }))
         }
         Request::Auto => {
-            let Some(command) = program
+            let claimed = |name: &str| claims(&layers, name).is_some();
+            let wrapped::Target::Command { start, via } = wrapped::target(command, &claimed) else {
+                return Ok(None);
+            };
+            let Some(name) = command
+                .get(start)
                 .and_then(|program| Path::new(program).file_name())
                 .and_then(OsStr::to_str)
             else {
                 return Ok(None);
             };
-            // A later layer's claim wins.
-            if let Some(preset) = layers
-                .iter()
-                .rev()
-                .flat_map(|layer| &layer.presets)
-                .find(|preset| preset.commands.iter().any(|c| c == command))
-            {
-                return Ok(Some(Chosen {
-                    preset: preset.clone(),
-                    automatic: true,
-                }));
-            }
-            let Some(entry) = builtin::by_command(command) else {
-                return Ok(None);
+            let unversioned = wrapped::unversioned(name);
+            let mut through = (!via.is_empty()).then(|| wrapped::described(command, start, &via));
+            let claim = if let Some(claim) = claims(&layers, name) {
+                claim
+            } else {
+                let Some(claim) = claims(&layers, unversioned) else {
+                    return Ok(None);
+                };
+                let text = through.get_or_insert_with(|| name.to_string());
+                text.push_str(&format!(", read as {unversioned}"));
+                claim
             };
-            // A user preset of the same name replaced the built-in whole,
-            // and does not claim this command.
-            if layers
-                .iter()
-                .flat_map(|layer| &layer.presets)
-                .any(|preset| preset.name == entry.name)
-            {
-                return Ok(None);
-            }
+            let preset = match claim {
+                Claim::User(preset) => preset.clone(),
+                Claim::Builtin(entry) => load_builtin(entry),
+            };
             Ok(Some(Chosen {
-                preset: load_builtin(entry),
+                preset,
                 automatic: true,
+                through,
             }))
         }
     }
+}
+
+/// Who claims a command's file name.
+enum Claim<'a> {
+    User(&'a Preset),
+    Builtin(&'static builtin::Entry),
+}
+
+/// The preset a command's file name chooses, found without parsing any
+/// built-in file: a later layer's claim wins; a built-in that a user
+/// preset of its name replaced claims nothing.
+fn claims<'a>(layers: &'a [Layer], command: &str) -> Option<Claim<'a>> {
+    if let Some(preset) = layers
+        .iter()
+        .rev()
+        .flat_map(|layer| &layer.presets)
+        .find(|preset| preset.commands.iter().any(|c| c == command))
+    {
+        return Some(Claim::User(preset));
+    }
+    let entry = builtin::by_command(command)?;
+    let replaced = layers
+        .iter()
+        .flat_map(|layer| &layer.presets)
+        .any(|preset| preset.name == entry.name);
+    (!replaced).then_some(Claim::Builtin(entry))
 }
 
 /// The rules of a chosen preset, patterns compiled, below the user's own.
@@ -366,6 +398,7 @@ pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Resul
         name: preset.name.clone(),
         origin: preset.origin.to_string(),
         automatic: chosen.automatic,
+        through: chosen.through.clone(),
     });
     for (index, rule) in preset.output.iter().enumerate() {
         let regex = match preset.origin {
@@ -385,27 +418,29 @@ pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Resul
         match rule.kind {
             Kind::Permanent => set.stop_on_output.push(rule_of_set),
             Kind::Transient => set.retry_on_output.push(rule_of_set),
+            Kind::Throttled => set.throttle_on_output.push(rule_of_set),
         }
     }
-    let union = |kind: Kind| {
+    let union = |retries: bool| {
         preset
             .exit
             .iter()
-            .filter(|rule| rule.kind == kind)
+            .filter(|rule| rule.kind.retries() == retries)
             .fold(CodeSet::from_codes(&[]), |all, rule| all.union(&rule.codes))
     };
     if preset.exit.iter().any(|rule| rule.kind == Kind::Permanent) {
-        set.stop_on_exit = Some(union(Kind::Permanent));
+        set.stop_on_exit = Some(union(false));
     }
     // Rule 4: a transient list given makes every other code permanent.
     if preset.other_exit == Kind::Permanent {
-        set.retry_on_exit = Some(union(Kind::Transient));
+        set.retry_on_exit = Some(union(true));
     }
     set.exit_rules = preset
         .exit
         .iter()
         .map(|rule| ExitRule {
             permanent: rule.kind == Kind::Permanent,
+            throttled: rule.kind == Kind::Throttled,
             codes: rule.codes.clone(),
             means: rule.means.clone(),
         })
@@ -473,7 +508,7 @@ pub(crate) fn list_text(sources: &Sources) -> Result<String, String> {
 /// `--preset show NAME`: the preset in a user file's form.
 pub(crate) fn show_text(name: &str, sources: &Sources) -> Result<String, String> {
     schema::check_name(name).map_err(|problem| format!("--preset show: {problem}"))?;
-    let chosen = choose(&Request::Named(name.to_string()), None, sources)?
+    let chosen = choose(&Request::Named(name.to_string()), &[], sources)?
         .expect("a named preset is found or an error");
     Ok(to_toml(&chosen.preset))
 }

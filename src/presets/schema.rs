@@ -43,11 +43,14 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// Transient or permanent: a rule's kind, or a preset's `other_exit`.
+/// A rule's kind, or a preset's `other_exit` (transient or permanent only).
+/// `Throttled` is a kind of transient: the server said to slow down, and the
+/// retry backs off from `--throttle-delay` instead of `--delay`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Kind {
     Transient,
+    Throttled,
     Permanent,
 }
 
@@ -55,8 +58,14 @@ impl Kind {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Transient => "transient",
+            Kind::Throttled => "throttled",
             Kind::Permanent => "permanent",
         }
+    }
+
+    /// Transient or throttled: a failure worth another try.
+    pub(crate) fn retries(self) -> bool {
+        self != Kind::Permanent
     }
 }
 

@@ -47,6 +47,7 @@ fn builtin_named(name: &str) -> Chosen {
     Chosen {
         preset: load_builtin(entry),
         automatic: false,
+        through: None,
     }
 }
 
@@ -161,7 +162,7 @@ fn every_fixture_gets_its_verdict_and_message_from_the_real_classifier() {
             if let Some(command) = &case.command {
                 let chosen = choose(
                     &Request::Auto,
-                    Some(OsString::from(format!("/usr/bin/{command}")).as_os_str()),
+                    &[OsString::from(format!("/usr/bin/{command}"))],
                     &no_user_files(),
                 )
                 .unwrap()
@@ -257,6 +258,7 @@ fn every_built_in_pattern_compiles_and_quotes_only_groups_it_has() {
             &Chosen {
                 preset,
                 automatic: true,
+                through: None,
             },
             &mut PatternCompiler::default(),
         )
@@ -329,7 +331,8 @@ means = "any HTTP error stops"
 "#;
 
 fn auto(command: &str, sources: &Sources) -> Option<Chosen> {
-    choose(&Request::Auto, Some(OsStr::new(command)), sources).unwrap()
+    let words: Vec<OsString> = command.split(' ').map(OsString::from).collect();
+    choose(&Request::Auto, &words, sources).unwrap()
 }
 
 #[test]
@@ -358,19 +361,19 @@ fn user_layers_add_presets_replace_built_ins_and_claim_commands() {
     assert!(auto("true", &sources).is_none());
     // --preset none reads nothing, --preset NAME finds every layer.
     assert!(
-        choose(&Request::Off, Some(OsStr::new("curl")), &sources)
+        choose(&Request::Off, &[OsString::from("curl")], &sources)
             .unwrap()
             .is_none()
     );
     let named = choose(
         &Request::Named("rclone".into()),
-        Some(OsStr::new("x")),
+        &[OsString::from("x")],
         &sources,
     )
     .unwrap()
     .unwrap();
     assert!(!named.automatic);
-    let unknown = choose(&Request::Named("nosuch".into()), None, &sources).unwrap_err();
+    let unknown = choose(&Request::Named("nosuch".into()), &[], &sources).unwrap_err();
     assert!(
         unknown.contains("no preset named 'nosuch'") && unknown.contains("rclone"),
         "{unknown}"
@@ -421,7 +424,7 @@ fn a_malformed_or_unusable_user_file_is_an_error_naming_file_and_line() {
         system: dir.path().join("none.toml"),
         user: Some((bad.clone(), false)),
     };
-    let err = choose(&Request::Auto, Some(OsStr::new("ls")), &sources).unwrap_err();
+    let err = choose(&Request::Auto, &[OsString::from("ls")], &sources).unwrap_err();
     assert!(
         err.contains(&format!(
             "{}:9: preset rclone: exit rule 1: codes '5-'",
@@ -434,7 +437,7 @@ fn a_malformed_or_unusable_user_file_is_an_error_naming_file_and_line() {
         system: dir.path().join("none.toml"),
         user: Some((dir.path().join("missing.toml"), true)),
     };
-    let err = choose(&Request::Auto, Some(OsStr::new("ls")), &missing).unwrap_err();
+    let err = choose(&Request::Auto, &[OsString::from("ls")], &missing).unwrap_err();
     assert!(
         err.starts_with("RETRY_PRESETS names ") && err.contains("missing.toml"),
         "{err}"
@@ -445,14 +448,14 @@ fn a_malformed_or_unusable_user_file_is_an_error_naming_file_and_line() {
         user: Some((dir.path().join("missing.toml"), false)),
     };
     assert!(
-        choose(&Request::Auto, Some(OsStr::new("ls")), &optional)
+        choose(&Request::Auto, &[OsString::from("ls")], &optional)
             .unwrap()
             .is_none()
     );
 
     let err = choose(
         &Request::Auto,
-        Some(OsStr::new("ls")),
+        &[OsString::from("ls")],
         &Sources {
             system: dir.path().to_path_buf(),
             user: None,
@@ -464,7 +467,7 @@ fn a_malformed_or_unusable_user_file_is_an_error_naming_file_and_line() {
     let big = write(dir.path(), "big.toml", &"#\n".repeat(600_000));
     let err = choose(
         &Request::Auto,
-        Some(OsStr::new("ls")),
+        &[OsString::from("ls")],
         &Sources {
             system: big,
             user: None,
@@ -518,11 +521,160 @@ fn a_command_no_preset_claims_parses_no_toml_and_a_claimed_one_parses_one_file()
     assert!(auto("/bin/true", &no_user_files()).is_none());
     assert!(auto("./build.sh", &no_user_files()).is_none());
     assert!(
-        choose(&Request::Off, Some(OsStr::new("curl")), &no_user_files())
+        choose(&Request::Off, &[OsString::from("curl")], &no_user_files())
             .unwrap()
             .is_none()
     );
     assert_eq!(parsed(), before, "no built-in file parsed");
     assert_eq!(auto("curl", &no_user_files()).unwrap().preset.name, "curl");
     assert_eq!(parsed(), before + 1, "one built-in file parsed");
+}
+
+#[test]
+fn a_wrapped_command_and_a_versioned_name_choose_the_preset_of_the_command() {
+    let none = no_user_files();
+    let parsed = || PARSED.with(std::cell::Cell::get);
+    let before = parsed();
+    assert!(auto("sudo ls -l", &none).is_none());
+    assert!(auto("env -S curl", &none).is_none());
+    assert_eq!(parsed(), before, "no built-in file parsed for sudo ls");
+    for (command, preset, through) in [
+        (
+            "sudo apt-get install x",
+            "apt",
+            Some("apt-get, run by sudo"),
+        ),
+        ("env A=1 curl -f u", "curl", Some("curl, run by env")),
+        ("nice git fetch", "git", Some("git, run by nice")),
+        ("timeout 30 curl u", "curl", Some("curl, run by timeout")),
+        ("stdbuf -oL wget u", "wget", Some("wget, run by stdbuf")),
+        (
+            "python3 -m pip install x",
+            "pip",
+            Some("pip, run as python3 -m pip"),
+        ),
+        (
+            "/usr/bin/pip3.11 install x",
+            "pip",
+            Some("pip3.11, read as pip"),
+        ),
+        (
+            "sudo python3.12 -m pip3 install",
+            "pip",
+            Some("pip3, run by sudo, run as python3.12 -m pip3"),
+        ),
+        ("git pull", "git", None),
+    ] {
+        let chosen = auto(command, &none).unwrap_or_else(|| panic!("{command}: no preset"));
+        assert_eq!(chosen.preset.name, preset, "{command}");
+        assert!(chosen.automatic);
+        assert_eq!(chosen.through.as_deref(), through, "{command}");
+    }
+    let words = |text: &str| -> Vec<OsString> { text.split(' ').map(OsString::from).collect() };
+    assert_eq!(wrapped::why_none(&words("ls -l")), None);
+    assert_eq!(
+        wrapped::why_none(&words("sudo ls -l")).unwrap(),
+        "no preset: the command is ls, run by sudo, and no preset claims it"
+    );
+    let hidden = wrapped::why_none(&words("env -S curl")).unwrap();
+    assert!(
+        hidden.contains("env -S hides the command in a string"),
+        "{hidden}"
+    );
+}
+
+#[test]
+fn a_preset_claiming_a_wrapper_is_chosen_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(
+        dir.path(),
+        "user.toml",
+        "[preset.mysudo]\ndescription = \"sudo itself\"\ncommands = [\"sudo\"]\n",
+    );
+    let sources = Sources {
+        system: PathBuf::from("/nonexistent/retry-test/etc.toml"),
+        user: Some((user, true)),
+    };
+    let chosen = auto("sudo git pull", &sources).unwrap();
+    assert_eq!(chosen.preset.name, "mysudo");
+    assert_eq!(chosen.through, None);
+}
+
+const THROTTLING: &str = r#"
+[preset.api]
+description = "an API client: throttling, then other transient errors"
+commands = ["api"]
+other_exit = "permanent"
+
+[[preset.api.output]]
+kind = "transient"
+pattern = 'HTTP (429|503)'
+means = "HTTP {1}"
+
+[[preset.api.output]]
+kind = "throttled"
+pattern = 'HTTP (429)|(SlowDown)'
+means = "throttled: {1}{2}"
+
+[[preset.api.exit]]
+kind = "throttled"
+codes = "75"
+means = "the API client was throttled"
+
+[[preset.api.exit]]
+kind = "transient"
+codes = "69"
+means = "the API was unavailable"
+"#;
+
+#[test]
+fn throttled_rules_judge_throttled_before_transient_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = Sources {
+        system: write(dir.path(), "etc.toml", THROTTLING),
+        user: None,
+    };
+    let chosen = auto("api", &sources).unwrap();
+    let line = |text: &str| vec![text.to_string()];
+    // Both output rules match a 429: the throttled one decides.
+    assert_eq!(
+        judge(&chosen, 1, &line("HTTP 429 Too Many Requests")),
+        (
+            Class::Throttled,
+            "exit 1; throttled: 429 (preset api)".into()
+        )
+    );
+    assert_eq!(
+        judge(&chosen, 1, &line("HTTP 503")),
+        (Class::Transient, "exit 1; HTTP 503 (preset api)".into())
+    );
+    assert_eq!(
+        judge(&chosen, 75, &[]),
+        (
+            Class::Throttled,
+            "exit 75; the API client was throttled (preset api)".into()
+        )
+    );
+    assert_eq!(judge(&chosen, 69, &[]).0, Class::Transient);
+    assert_eq!(judge(&chosen, 2, &[]).0, Class::Permanent);
+    // --preset show writes the kind back.
+    let shown = to_toml(&chosen.preset);
+    assert!(shown.contains("kind = \"throttled\""), "{shown}");
+}
+
+#[test]
+fn other_exit_is_never_throttled() {
+    let text = THROTTLING.replace("other_exit = \"permanent\"", "other_exit = \"throttled\"");
+    let err = schema::parse(
+        &text,
+        "my.toml",
+        &Origin::File("my.toml".into()),
+        Strictness::User,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("other_exit is \"permanent\" or \"transient\""),
+        "{err}"
+    );
 }

@@ -61,5 +61,7 @@ pub(crate) fn done_record(outcome: RunOutcome, attempts: u64) -> DoneRecord {
         timed_out: false,
         signal: None,
         until_failure: false,
+        successes: u64::from(outcome == RunOutcome::Success),
+        command_exit_code: Some(code),
     }
 }

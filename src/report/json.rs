@@ -136,6 +136,8 @@ impl<W: Write> Sink for JsonSink<W> {
             "exit_code": exit_code,
             "timed_out": false,
             "signal": null,
+            "successes": 0,
+            "command_exit_code": null,
             "message": message,
         }));
     }
@@ -151,6 +153,8 @@ impl<W: Write> Sink for JsonSink<W> {
                 "exit_code": record.exit_code,
                 "timed_out": record.timed_out,
                 "signal": record.signal,
+                "successes": record.successes,
+                "command_exit_code": record.command_exit_code,
             }));
         }
     }
@@ -216,14 +220,22 @@ mod tests {
         let mut killed = done_record(RunOutcome::Exhausted, 5);
         killed.signal = Some(9);
         killed.exit_code = 137;
+        killed.command_exit_code = Some(137);
         sink.done(&killed);
+        // --give-up-exit: retry's status is not the command's.
+        let handed_off = DoneRecord {
+            exit_code: 75,
+            ..done_record(RunOutcome::Exhausted, 5)
+        };
+        sink.done(&handed_off);
         sink.circuit_open("circuit c is open", 75, Duration::from_millis(2));
         assert_eq!(
             lines(&sink),
             [
-                r#"{"event":"done","outcome":"success","attempts":3,"elapsed_ms":4211,"exit_code":0,"timed_out":false,"signal":null,"ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
-                r#"{"event":"done","outcome":"exhausted","attempts":5,"elapsed_ms":4211,"exit_code":137,"timed_out":false,"signal":9,"ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
-                r#"{"event":"done","outcome":"circuit-open","attempts":0,"elapsed_ms":2,"exit_code":75,"timed_out":false,"signal":null,"message":"circuit c is open","ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
+                r#"{"event":"done","outcome":"success","attempts":3,"elapsed_ms":4211,"exit_code":0,"timed_out":false,"signal":null,"successes":1,"command_exit_code":0,"ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
+                r#"{"event":"done","outcome":"exhausted","attempts":5,"elapsed_ms":4211,"exit_code":137,"timed_out":false,"signal":9,"successes":0,"command_exit_code":137,"ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
+                r#"{"event":"done","outcome":"exhausted","attempts":5,"elapsed_ms":4211,"exit_code":75,"timed_out":false,"signal":null,"successes":0,"command_exit_code":7,"ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
+                r#"{"event":"done","outcome":"circuit-open","attempts":0,"elapsed_ms":2,"exit_code":75,"timed_out":false,"signal":null,"successes":0,"command_exit_code":null,"message":"circuit c is open","ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
             ]
         );
     }

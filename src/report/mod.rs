@@ -164,6 +164,12 @@ pub(crate) struct DoneRecord {
     /// `--until-failure`: success means every counted run passed, as the
     /// detail says.
     pub(crate) until_failure: bool,
+    /// Successful attempts in a row at the end (`--successes`).
+    pub(crate) successes: u64,
+    /// The status the last attempt ended with, as retry reports it (128+N
+    /// for a signal): retry's own differs under `--give-up-exit`. `None`:
+    /// no attempt ran.
+    pub(crate) command_exit_code: Option<i32>,
 }
 
 /// `3/5`, or `3` when attempts are unlimited.

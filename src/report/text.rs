@@ -227,6 +227,15 @@ impl<W: Write> Sink for TextSink<W> {
         }
         if record.outcome != Class::Success {
             self.failed(record, next);
+        } else if let Some(next) = next {
+            // --successes: a success that another must confirm.
+            let line = format!(
+                "attempt {} succeeded: {}; again in {}",
+                of_attempts(record.attempt, record.max_attempts),
+                record.reason,
+                human(next.delay)
+            );
+            self.say(SUCCESS, &line);
         } else if self.verbose() {
             let line = format!(
                 "attempt {} succeeded in {}",
@@ -281,6 +290,14 @@ impl<W: Write> Sink for TextSink<W> {
         match record.outcome {
             RunOutcome::Success if record.until_failure => {
                 let line = format!("--until-failure: {} in {elapsed}", record.detail);
+                self.say(SUCCESS, &line);
+            }
+            RunOutcome::Success if record.successes > 1 => {
+                let line = format!(
+                    "succeeded {} times in a row, the last on attempt {}, after {elapsed}",
+                    record.successes,
+                    of_attempts(record.attempts, record.max_attempts)
+                );
                 self.say(SUCCESS, &line);
             }
             RunOutcome::Success => {

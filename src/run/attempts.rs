@@ -9,11 +9,10 @@ use rand::RngExt;
 
 use super::Run;
 use super::judge::Judged;
-use crate::exit::ExitStatus;
-use crate::outcome::{RunOutcome, SleepSource};
+use crate::outcome::SleepSource;
 use crate::policy::backoff::Backoff;
 use crate::policy::classify::{Class, Verdict};
-use crate::policy::decision::{self, Attempt, Decision, Done, End, Step};
+use crate::policy::decision::{self, Attempt, Decision, Done, Step};
 use crate::process::Ending;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::{AttemptRecord, Reporter, SleepRecord};
@@ -24,14 +23,17 @@ pub(super) struct Ended {
     pub(super) done: Done,
     pub(super) attempts: u64,
     pub(super) last_ending: Option<Ending>,
+    /// Successful attempts in a row at the end.
+    pub(super) in_a_row: u64,
 }
 
 impl Ended {
-    fn new(done: Done, attempts: u64, last_ending: Option<Ending>) -> Ended {
+    fn new(done: Done, attempts: u64, last_ending: Option<Ending>, in_a_row: u64) -> Ended {
         Ended {
             done,
             attempts,
             last_ending,
+            in_a_row,
         }
     }
 }
@@ -44,41 +46,38 @@ impl Run<'_> {
         reporter: &mut Reporter,
     ) -> Result<Ended> {
         if let Some(signal) = self.splay(signals, reporter) {
-            return Ok(Ended::new(Done::interrupted(signal), 0, None));
+            return Ok(Ended::new(Done::interrupted(signal), 0, None, 0));
         }
-        // The splay is shorter than --max-time, but a retry stopped during
-        // it may wake past it: then no attempt starts.
-        if self
-            .setup
-            .limits
-            .deadline
-            .is_some_and(|deadline| Instant::now() >= deadline)
-        {
-            let done = Done {
-                end: End::Failed {
-                    outcome: RunOutcome::Deadline,
-                    last: ExitStatus::TIMED_OUT,
-                },
-                detail: "--max-time ran out during --splay: no attempt ran".to_string(),
-            };
-            return Ok(Ended::new(done, 0, None));
+        if let Some(done) = decision::before_first_attempt(self.setup.limits, Instant::now()) {
+            return Ok(Ended::new(done, 0, None, 0));
         }
         self.deposit(reporter);
         let mut backoff = self.setup.config.policy.sleeps();
         let mut previous_exit: Option<i32> = None;
         let mut attempt = 0;
+        let mut in_a_row = 0;
         let mut last_ending = None;
         loop {
             // A signal that came in since the last wait stops us before we
             // start anything new.
             if let Some(signal) = signals::pending_signal(&mut signals.events) {
-                return Ok(Ended::new(Done::interrupted(signal), attempt, last_ending));
+                return Ok(Ended::new(
+                    Done::interrupted(signal),
+                    attempt,
+                    last_ending,
+                    in_a_row,
+                ));
             }
             attempt += 1;
             let judged = self.attempt(attempt, previous_exit, signals, reporter)?;
             let ending = &judged.outcome.ending;
             previous_exit = Some(ending.exit_status().as_number());
             self.reset_after(&judged, &mut backoff);
+            in_a_row = if judged.verdict.class == Class::Success {
+                in_a_row + 1
+            } else {
+                0
+            };
             let proposed = self.proposed_sleep(&judged, &mut backoff);
             let Decision { verdict, step } = decision::after_attempt(
                 Attempt {
@@ -86,6 +85,7 @@ impl Run<'_> {
                     ending,
                     verdict: judged.verdict.clone(),
                     downstream_closed: judged.outcome.downstream_closed,
+                    in_a_row,
                 },
                 self.setup.limits,
                 Instant::now(),
@@ -93,7 +93,7 @@ impl Run<'_> {
             );
             let record = attempt_record(attempt, self.setup.config.attempts, &judged, verdict);
             last_ending = Some(judged.outcome.ending.clone());
-            let ended = |done| Ok(Ended::new(done, attempt, last_ending.clone()));
+            let ended = |done| Ok(Ended::new(done, attempt, last_ending.clone(), in_a_row));
             match step {
                 Step::Done(done) => {
                     reporter.attempt(&record, None);

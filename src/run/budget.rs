@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::Run;
 use super::judge::Judged;
 use crate::budget::Withdrawal;
+use crate::policy::classify::Class;
 use crate::policy::decision::{self, Done};
 use crate::process::signals::{self, SignalEvents};
 use crate::report::Reporter;
@@ -42,7 +43,8 @@ impl Run<'_> {
     /// `--budget`, before the retry after `attempt`: `Some` when the run
     /// ends instead: the budget has no whole token, or a signal to retry or
     /// `--max-time` cut the wait for its store short. `--until-failure`
-    /// repeats are no retries: they take nothing.
+    /// repeats are no retries: they take nothing; nor does an attempt that
+    /// confirms a success (`--successes`).
     pub(super) fn budget_refuses(
         &mut self,
         attempt: u64,
@@ -51,7 +53,7 @@ impl Run<'_> {
         reporter: &mut Reporter,
     ) -> Option<Done> {
         let budget = self.state.budget?;
-        if self.setup.limits.until_failure {
+        if self.setup.limits.until_failure || judged.verdict.class == Class::Success {
             return None;
         }
         let started = Instant::now();

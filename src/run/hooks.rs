@@ -81,7 +81,10 @@ impl Run<'_> {
         let env = vec![
             (
                 "RETRY_EXIT",
-                end.exit_status().as_number().to_string().into(),
+                end.exit_status(config.hooks.give_up_exit)
+                    .as_number()
+                    .to_string()
+                    .into(),
             ),
             ("RETRY_OUTCOME", outcome.as_str().into()),
             ("RETRY_ATTEMPTS", attempts.to_string().into()),
@@ -96,11 +99,27 @@ impl Run<'_> {
             ("RETRY_RUN_ID", self.setup.id.as_str().into()),
         ];
         let limit = config.timeout.unwrap_or(GIVE_UP_LIMIT);
+        // It runs after the run's own deadline, but never past an outer
+        // run's (which it inherits as RETRY_DEADLINE).
+        let deadline = [
+            Some(Instant::now() + limit),
+            config.outer_deadline.map(|outer| outer.at),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if deadline.is_some_and(|at| at <= Instant::now()) {
+            reporter.warning(
+                "hook",
+                "--on-give-up not run: the outer run's deadline (RETRY_DEADLINE) has passed",
+            );
+            return None;
+        }
         let hook = Hook {
             command,
             env,
             own_group: self.setup.own_group,
-            deadline: Some(Instant::now() + limit),
+            deadline,
             kill_after: config.kill_after,
         };
         let ran = hook::run(hook, &mut signals.events);

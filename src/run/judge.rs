@@ -124,7 +124,7 @@ pub(super) fn child_env(
     previous: Option<i32>,
     hint: &HintFile,
 ) -> Vec<(&'static str, OsString)> {
-    vec![
+    let mut env = vec![
         ("RETRY_ATTEMPT", attempt.to_string().into()),
         (
             "RETRY_MAX_ATTEMPTS",
@@ -141,5 +141,12 @@ pub(super) fn child_env(
             previous.map(|c| c.to_string()).unwrap_or_default().into(),
         ),
         ("RETRY_HINT_FILE", hint.env_value()),
-    ]
+    ];
+    // Only a run with a deadline sets it (one without was given none).
+    if let Some(ms) = setup.deadline_ms {
+        env.push((crate::cli::deadline::VARIABLE, ms.to_string().into()));
+    }
+    // A preset's English patterns read the command's messages in C.
+    env.extend(setup.config.child_locale.iter().cloned());
+    env
 }

@@ -39,7 +39,7 @@ use rand::rngs::SmallRng;
 
 use crate::budget::Budget;
 use crate::cli::config::Config;
-use crate::outcome::RunSummary;
+use crate::outcome::{RunOutcome, RunSummary};
 use crate::policy::decision::{Done, End, Limits};
 use crate::presets::advice::Advice;
 use crate::process::signals::{self, SignalEvents};
@@ -66,6 +66,9 @@ struct Setup<'a> {
     id: String,
     started: Instant,
     limits: Limits,
+    /// The run's deadline (`--max-time`, or an outer run's if that comes
+    /// first) as Unix time in milliseconds: the command's `RETRY_DEADLINE`.
+    deadline_ms: Option<u64>,
     /// Attempts and hooks lead process groups of their own (outside a
     /// terminal's foreground, or without `--foreground`).
     own_group: bool,
@@ -112,6 +115,7 @@ pub(crate) fn run(
         done,
         attempts,
         last_ending,
+        in_a_row,
     } = run.attempts(signals, reporter)?;
     let Done {
         mut end,
@@ -132,7 +136,20 @@ pub(crate) fn run(
         // A signal to retry ends the run by it, here as anywhere.
         Done { end, detail } = Done::interrupted_during(signal, "during --on-give-up");
     }
-    let status = end.exit_status();
+    let outer = config.outer_deadline.map(|outer| outer.at);
+    if end.outcome() == Some(RunOutcome::Deadline)
+        && outer.is_some()
+        && run.setup.limits.deadline == outer
+    {
+        // "--max-time reached" of a run that had only the outer one.
+        detail.push_str(" (the deadline was the outer run's, RETRY_DEADLINE)");
+    }
+    let status = end.exit_status(config.hooks.give_up_exit);
+    if status != end.exit_status(None) {
+        // The summary still says how the command ended (the detail), and
+        // then why retry's status is another.
+        detail.push_str(&format!("; exit {} (--give-up-exit)", status.as_number()));
+    }
     let outcome = end.outcome().expect("a run that was set up has an outcome");
     let elapsed = run.setup.started.elapsed();
     reporter.done(&DoneRecord {
@@ -147,6 +164,8 @@ pub(crate) fn run(
             .as_ref()
             .and_then(crate::process::Ending::signal),
         until_failure: config.hooks.until_failure,
+        successes: in_a_row,
+        command_exit_code: last_ending.as_ref().map(|e| e.exit_status().as_number()),
     });
     Ok(RunSummary {
         status,

@@ -3,7 +3,7 @@
 //! under `-v`, the configuration's warnings, a nested retry).
 
 use std::ffi::OsString;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use rand::rngs::{SmallRng, SysRng};
@@ -12,6 +12,7 @@ use rand::{RngExt, SeedableRng};
 use super::{Files, Run, Setup, State};
 use crate::budget::Budget;
 use crate::cli::config::Config;
+use crate::cli::deadline;
 use crate::policy::decision::Limits;
 use crate::presets::advice::Advice;
 use crate::report::{Reporter, Verbosity};
@@ -42,6 +43,7 @@ impl<'a> Run<'a> {
         budget: Option<&'a Budget>,
     ) -> Result<Run<'a>> {
         let started = Instant::now();
+        let wall_clock = SystemTime::now();
         let rng = seeded_rng();
         // `-o` holds stdout apart too; with both flags, FILE gets it.
         let held = match &config.output {
@@ -49,15 +51,18 @@ impl<'a> Run<'a> {
             None if config.buffer_stdout => Some(HeldStdout::spool()?),
             None => None,
         };
+        let (deadline, deadline_ms) = run_deadline(config, started, wall_clock);
         let setup = Setup {
             config,
             id: run_id.to_string(),
             started,
             limits: Limits {
                 max_attempts: config.attempts,
-                deadline: config.max_time.map(|limit| started + limit),
+                deadline,
                 until_failure: config.hooks.until_failure,
+                successes: config.hooks.successes,
             },
+            deadline_ms,
             own_group: !(config.foreground || in_terminal_foreground()),
             one_output_file: config.rules.patterns.is_some()
                 && crate::sys::fd::same_file(own_fd(1), own_fd(2)),
@@ -91,11 +96,15 @@ impl<'a> Run<'a> {
         // Words only `-v` shows: not formatted for nothing on every run.
         if config.report.verbosity == Verbosity::Verbose {
             reporter.policy(&crate::cli::explain::policy_line(config));
+            if let Some(line) = crate::cli::explain::deadline_line(config) {
+                reporter.policy(&line);
+            }
             for line in config
                 .rules
                 .sets
                 .iter()
                 .filter_map(|s| s.source.preset_line())
+                .chain(config.preset_notes.iter().cloned())
             {
                 reporter.policy(&line);
             }
@@ -106,9 +115,37 @@ impl<'a> Run<'a> {
         if let Some(warning) = self.files.hint.missing() {
             reporter.warning("hint", &warning);
         }
-        if let Some(warning) = nested_warning(config.attempts) {
+        // An outer deadline bounds a nested run: what the warning feared
+        // (retries layered on retries, without end) cannot happen.
+        if config.outer_deadline.is_none()
+            && let Some(warning) = nested_warning(config.attempts)
+        {
             reporter.warning("nested", &warning);
         }
+    }
+}
+
+/// The run's deadline, and as Unix time in milliseconds: `--max-time`
+/// from `started` (the wall clock saying `wall_clock` then), or the outer
+/// run's deadline (`RETRY_DEADLINE`) if that comes first, passed on as it
+/// came.
+fn run_deadline(
+    config: &Config,
+    started: Instant,
+    wall_clock: SystemTime,
+) -> (Option<Instant>, Option<u64>) {
+    let own = config.max_time.and_then(|limit| started.checked_add(limit));
+    match (own, config.outer_deadline) {
+        (Some(own), Some(outer)) if own < outer.at => (
+            Some(own),
+            Some(deadline::unix_ms_of(own, wall_clock, started)),
+        ),
+        (_, Some(outer)) => (Some(outer.at), Some(outer.unix_ms)),
+        (Some(own), None) => (
+            Some(own),
+            Some(deadline::unix_ms_of(own, wall_clock, started)),
+        ),
+        (None, None) => (None, None),
     }
 }
 
@@ -126,7 +163,8 @@ fn display_command(command: &[OsString]) -> String {
         .join(" ")
 }
 
-/// Retries layered on retries multiply: say so once, with the numbers.
+/// Retries layered on retries multiply: say so once, with the numbers,
+/// when no outer deadline bounds them (an outer `--max-time` would).
 /// The outer attempt comes from the environment: shown as a number, or
 /// quoted on one short line, so it cannot forge lines of ours. An empty
 /// `RETRY_ATTEMPT` counts as unset (as for the CI folds).
@@ -146,7 +184,7 @@ fn nested_warning(inner: Option<u64>) -> Option<String> {
         _ => "unlimited".to_string(),
     };
     Some(format!(
-        "running inside another retry (its attempt {outer_attempt}): retries multiply, {} outer x {} inner = {product} runs of the command at most",
+        "running inside another retry (its attempt {outer_attempt}): retries multiply, {} outer x {} inner = {product} runs of the command at most (an outer --max-time would bound them)",
         show(outer),
         show(inner)
     ))

@@ -8,6 +8,7 @@ use super::Run;
 use super::judge::Judged;
 use crate::outcome::{Hint, SleepSource};
 use crate::policy::backoff::{Backoff, Sleep};
+use crate::policy::classify::Class;
 use crate::run::hint;
 use crate::scan::ScanResult;
 use crate::values::human;
@@ -33,6 +34,9 @@ impl Run<'_> {
         backoff: &mut Backoff<'_>,
     ) -> Proposed {
         let config = self.setup.config;
+        if judged.verdict.class == Class::Success && config.hooks.successes > 1 {
+            return confirming(config.policy.delay.min(config.policy.cap), backoff);
+        }
         let told = match judged.hint {
             Some(Hint::RetryAfter(delay)) => Some((delay, SleepSource::Hint)),
             _ if config.rules.retry_after => {
@@ -72,6 +76,21 @@ impl Run<'_> {
             source,
             not_obeyed,
         }
+    }
+}
+
+/// `--successes`: the next attempt confirms a success after the base
+/// delay, steady, not backing off; a failure after it starts the backoff
+/// over (the command was healthy).
+fn confirming(delay: Duration, backoff: &mut Backoff<'_>) -> Proposed {
+    backoff.reset();
+    Proposed {
+        sleep: Sleep {
+            delay,
+            ceiling: delay,
+        },
+        source: SleepSource::Backoff,
+        not_obeyed: None,
     }
 }
 

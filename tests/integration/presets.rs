@@ -15,7 +15,7 @@ use crate::util::*;
 
 /// Is `tool` installed? (scripts/test installs curl, wget, git, rsync, ssh
 /// and pip; a machine without one says so and skips its test.)
-fn have(tool: &str) -> bool {
+pub(crate) fn have(tool: &str) -> bool {
     let found = on_path(tool);
     if !found {
         eprintln!("{tool} is not installed: skipping its preset test");
@@ -23,7 +23,7 @@ fn have(tool: &str) -> bool {
     found
 }
 
-fn on_path(tool: &str) -> bool {
+pub(crate) fn on_path(tool: &str) -> bool {
     std::process::Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .stdout(std::process::Stdio::null())
@@ -32,14 +32,17 @@ fn on_path(tool: &str) -> bool {
 }
 
 /// A port on 127.0.0.1 where nothing listens.
-fn closed_port() -> u16 {
+pub(crate) fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
 
 /// Run retry with JSON events and `env`: the output, the events, and how
 /// many attempts ran.
-fn json(env: &[(&str, &Path)], args: &[&str]) -> (std::process::Output, Vec<serde_json::Value>) {
+pub(crate) fn json(
+    env: &[(&str, &Path)],
+    args: &[&str],
+) -> (std::process::Output, Vec<serde_json::Value>) {
     let mut command = retry_std();
     command
         .args(["--log-format", "json"])
@@ -56,11 +59,11 @@ fn json(env: &[(&str, &Path)], args: &[&str]) -> (std::process::Output, Vec<serd
     (out, events)
 }
 
-fn attempts(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+pub(crate) fn attempts(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
     events.iter().filter(|e| e["event"] == "attempt").collect()
 }
 
-fn warnings(events: &[serde_json::Value]) -> Vec<String> {
+pub(crate) fn warnings(events: &[serde_json::Value]) -> Vec<String> {
     events
         .iter()
         .filter(|e| e["event"] == "warning")
@@ -798,7 +801,7 @@ fn curl_and_wget_retry_a_reset_and_an_empty_reply() {
 
 /// The pip on PATH, by a file name the pip preset is chosen for (`python3
 /// -m pip` would be python3's). None, said on stderr, when there is none.
-fn pip_command() -> Option<&'static str> {
+pub(crate) fn pip_command() -> Option<&'static str> {
     let found = ["pip3", "pip"].into_iter().find(|name| on_path(name));
     if found.is_none() {
         eprintln!("pip is not installed: skipping its preset test");
@@ -806,10 +809,10 @@ fn pip_command() -> Option<&'static str> {
     found
 }
 
-const WHEEL: &str = "demo_pkg-1.0-py3-none-any.whl";
+pub(crate) const WHEEL: &str = "demo_pkg-1.0-py3-none-any.whl";
 
 /// The wheel of project demo-pkg 1.0, written by python3's zipfile.
-fn demo_wheel(dir: &Path) -> Vec<u8> {
+pub(crate) fn demo_wheel(dir: &Path) -> Vec<u8> {
     let path = dir.join(WHEEL);
     let made = std::process::Command::new("python3")
         .args([
@@ -832,7 +835,7 @@ fn demo_wheel(dir: &Path) -> Vec<u8> {
 /// the status of the n-th request (from 0) for its project page
 /// `/simple/demo-pkg/`, `file(n)` that for its wheel; a 200 serves the page
 /// or the wheel.
-fn pip_index(
+pub(crate) fn pip_index(
     wheel: Vec<u8>,
     page: impl Fn(usize) -> &'static str + Send + 'static,
     file: impl Fn(usize) -> &'static str + Send + 'static,
@@ -860,11 +863,12 @@ fn pip_index(
 }
 
 /// Run `retry -d 1ms RETRY_ARGS -- PIP download PIP_ARGS ... demo-pkg`
+/// (PIP may be several words: `python3 -m pip`)
 /// against the index on `port`, saving into `dest`: pip's own retries off
 /// (`--retries 0`), no cache, no version check, and none of the machine's
 /// pip settings (PIP_* variables, configuration files). The output, the
 /// events, and pip's own lines of stderr.
-fn pip_download(
+pub(crate) fn pip_download(
     pip: &str,
     port: u16,
     dest: &Path,
@@ -882,7 +886,9 @@ fn pip_download(
         .env("PIP_CONFIG_FILE", "/dev/null")
         .args(["--log-format", "json", "-d", "1ms"])
         .args(retry_args)
-        .args(["--", pip, "download"])
+        .arg("--")
+        .args(pip.split(' '))
+        .arg("download")
         .args(pip_args)
         .args([
             "--no-deps",
@@ -911,7 +917,7 @@ fn pip_download(
     (out, events, said.into_iter().map(str::to_string).collect())
 }
 
-fn count(served: &Served, path: &str) -> usize {
+pub(crate) fn count(served: &Served, path: &str) -> usize {
     served.lock().unwrap().iter().filter(|p| *p == path).count()
 }
 
@@ -970,8 +976,9 @@ fn pip_retries_a_503_from_the_index_and_stops_on_a_404() {
 }
 
 /// pip hides why it skipped a project page unless asked (-vv, on stdout):
-/// at its default verbosity a 503 page reads as a missing project and
-/// stops; `pip -vv` under `retry --scan-stdout` tells them apart.
+/// at its default verbosity a 503 page reads as a missing project, and both
+/// are retried (issue 25, item 17: a failing index must not stop the run);
+/// `pip -vv` under `retry --scan-stdout` tells them apart.
 #[test]
 fn pip_tells_a_503_project_page_from_a_missing_project_only_under_vv_and_scan_stdout() {
     let Some(pip) = pip_command() else { return };
@@ -981,15 +988,15 @@ fn pip_tells_a_503_project_page_from_a_missing_project_only_under_vv_and_scan_st
     let mut lines = Vec::new();
     for status in ["503 Service Unavailable", "404 Not Found"] {
         let (port, served) = pip_index(wheel.clone(), move |_| status, |_| "200 OK");
-        let (out, events, said) = pip_download(pip, port, &dir.path().join("a"), &[], &[]);
+        let (out, events, said) = pip_download(pip, port, &dir.path().join("a"), &["-n", "2"], &[]);
         assert_eq!(out.status.code(), Some(1), "{said:?}");
         let tried = attempts(&events);
-        assert_eq!(tried.len(), 1, "{status}: {events:?}");
+        assert_eq!(tried.len(), 2, "{status}: {events:?}");
         assert_eq!(
             tried[0]["reason"],
-            "exit 1; pip reported an error and no network failure (preset pip, chosen from the command name)"
+            "exit 1; pip found no version of demo-pkg at all: the index may have failed or been unreachable (pip says why only under -vv), or the project does not exist (preset pip, chosen from the command name)"
         );
-        assert_eq!(*served.lock().unwrap(), vec![page.to_string()]);
+        assert_eq!(*served.lock().unwrap(), vec![page.to_string(); 2]);
         lines.push(said);
     }
     assert_eq!(lines[0], lines[1]);

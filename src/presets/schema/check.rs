@@ -271,7 +271,13 @@ fn check_preset(
         }
     }
 
-    let has_transient_exit = exit.iter().any(|rule| rule.kind == Kind::Transient);
+    let has_transient_exit = exit.iter().any(|rule| rule.kind.retries());
+    if table.other_exit == Some(Kind::Throttled) {
+        checker.add(
+            span,
+            format!("preset {name}: other_exit is \"permanent\" or \"transient\" (\"throttled\" is for rules that know the failure is throttling)"),
+        );
+    }
     if strictness == Strictness::Builtin && table.other_exit.is_none() {
         checker.add(
             span,

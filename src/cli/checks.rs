@@ -1,0 +1,68 @@
+//! Checks of values that only make sense together (or not at all): a
+//! failure is a usage error, exit 125, before anything runs.
+
+use std::ffi::OsString;
+
+use crate::cli::config::UsageError;
+use crate::values::CodeSet;
+
+/// A hook's command: not empty (`/bin/sh -c ''` would do nothing, silently).
+pub(super) fn hook_command(
+    flag: &str,
+    command: Option<OsString>,
+) -> Result<Option<OsString>, UsageError> {
+    match command {
+        Some(text) if text.to_string_lossy().trim().is_empty() => Err(UsageError(format!(
+            "{flag}: the command is empty (a shell command line is expected)"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// `--success-on-exit` and the exit-code lists must not share a code: the
+/// success would silently win over the list.
+pub(super) fn check_success_codes(
+    success: Option<&CodeSet>,
+    lists: [(&str, Option<&CodeSet>); 2],
+) -> Result<(), UsageError> {
+    let Some(success) = success else {
+        return Ok(());
+    };
+    for (flag, list) in lists {
+        let Some(list) = list else { continue };
+        if let Some(code) = (0..256).find(|&code| success.contains(code) && list.contains(code)) {
+            return Err(UsageError(format!(
+                "--success-on-exit {success}: exit code {code} is also in {flag} (a code is either a success or a failure)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--successes N` must be reachable within the attempt limit, which
+/// counts every attempt (the successes too).
+pub(super) fn check_successes(successes: u64, attempts: Option<u64>) -> Result<(), UsageError> {
+    match attempts {
+        Some(limit) if successes > limit => Err(UsageError(format!(
+            "--successes {successes} can never be met within {limit} attempts (--attempts counts every attempt; the default is 5): raise --attempts or give --max-time"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn successes_must_fit_in_the_attempts() {
+        assert!(check_successes(1, Some(1)).is_ok());
+        assert!(check_successes(5, Some(5)).is_ok());
+        assert!(check_successes(50, None).is_ok());
+        let err = check_successes(6, Some(5)).unwrap_err().0;
+        assert!(
+            err.starts_with("--successes 6 can never be met within 5 attempts"),
+            "{err}"
+        );
+    }
+}
