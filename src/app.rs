@@ -130,6 +130,7 @@ fn print(settings: &ReportSettings, run_id: &str, text: &[u8]) -> ExitStatus {
 
 /// The whole program: parse, configure, run, and the exit status to end with.
 pub fn run() -> ExitStatus {
+    signals::survive_file_size_limit();
     let args: Vec<OsString> = std::env::args_os().collect();
     let run_id = run::new_run_id();
     let cli = match Cli::parse_from_os(args.iter().cloned()) {

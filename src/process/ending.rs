@@ -112,6 +112,14 @@ pub(crate) fn signal_name(signal: i32) -> String {
         libc::SIGTERM => "SIGTERM",
         libc::SIGXCPU => "SIGXCPU",
         libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGVTALRM => "SIGVTALRM",
+        libc::SIGPROF => "SIGPROF",
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        libc::SIGPWR => "SIGPWR",
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        _ if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signal) => {
+            return format!("SIGRTMIN+{}", signal - libc::SIGRTMIN());
+        }
         _ => return format!("signal {signal}"),
     };
     name.to_string()

@@ -15,6 +15,7 @@
 //! process the attempt started (`tree`), as no group id names them.
 
 mod ending;
+mod jobs;
 pub(crate) mod signals;
 mod tree;
 
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
 
-use crate::process::signals::{Event, Events, Inherited};
+use crate::process::signals::{Event, Events};
 
 /// A standard descriptor for the child. Kept as data: `spawn` is lent the
 /// descriptors (it hands the child duplicates), and `Null` opens `/dev/null`
@@ -42,7 +43,6 @@ pub(crate) struct Launch<'a> {
     pub(crate) argv: &'a [OsString],
     pub(crate) env: Vec<(&'static str, OsString)>,
     pub(crate) own_group: bool,
-    pub(crate) inherited: Inherited,
     pub(crate) stdin: ChildIo,
     pub(crate) stdout: ChildIo,
     pub(crate) stderr: ChildIo,
@@ -59,6 +59,8 @@ pub(crate) struct Running {
     /// In the shared-group mode, retry's children when the child was
     /// spawned: not the attempt's.
     before: Vec<tree::Member>,
+    /// What job control did for it (`jobs`).
+    job: jobs::Job,
 }
 
 /// Start the command (see `spawn` for how): a script without `#!` runs
@@ -78,8 +80,6 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
             env: &launch.env,
             stdio: [fd(&launch.stdin), fd(&launch.stdout), fd(&launch.stderr)],
             own_group: launch.own_group,
-            reset_ttin: !launch.inherited.ignores_ttin,
-            reset_ttou: !launch.inherited.ignores_ttou,
         })
     });
     match started {
@@ -89,6 +89,7 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
             reaped: false,
             start: None,
             before,
+            job: jobs::Job::default(),
         }),
         Err(err) => Err(not_started(program, &err)),
     }
@@ -160,7 +161,15 @@ impl Running {
     /// group, else each process it started (`tree`); then SIGCONT, so a
     /// stopped child can act on it. Only called before the child is reaped.
     fn send(&mut self, signal: i32) {
-        let Some(sig) = Signal::from_named_raw(signal) else {
+        self.deliver(signal);
+        if signal != libc::SIGKILL && signal != libc::SIGCONT {
+            self.deliver(libc::SIGCONT);
+        }
+    }
+
+    /// Send `signal` to the attempt as `send` does, without the SIGCONT.
+    fn deliver(&mut self, signal: i32) {
+        let Some(sig) = crate::sys::signal::to_send(signal) else {
             return;
         };
         let _ = rustix::process::kill_process(self.pid, sig);
@@ -170,9 +179,6 @@ impl Running {
             for member in self.shared_leftovers() {
                 tree::signal(member, sig);
             }
-        }
-        if signal != libc::SIGKILL && signal != libc::SIGCONT {
-            self.send(libc::SIGCONT);
         }
     }
 
@@ -256,9 +262,14 @@ impl Running {
                         kill_at = kill_at.or(Some(Instant::now() + kill_after));
                     }
                 }
-                Some(Event::ChildChanged) | None => {}
+                Some(Event::Stop { from_terminal }) => self.stop_with_us(from_terminal),
+                // Continued (`fg`, `bg`): an attempt stopped for the terminal
+                // meanwhile may get it now.
+                Some(Event::ChildChanged | Event::Continued) => self.look_for_a_stop(),
+                None => {}
             }
         };
+        self.take_terminal_back();
 
         let succeeded = process == ProcessEnd::Exited(0) && !timed_out;
         let clean = !succeeded;
@@ -307,9 +318,13 @@ impl Running {
             let wait = wake
                 .saturating_duration_since(now)
                 .min(Duration::from_millis(50));
-            if let Some(Event::Signal { signal, .. }) = events.next(Some(now + wait)) {
-                interrupted = interrupted.or(Some(signal));
-                kill_at = Instant::now();
+            match events.next(Some(now + wait)) {
+                Some(Event::Signal { signal, .. }) => {
+                    interrupted = interrupted.or(Some(signal));
+                    kill_at = Instant::now();
+                }
+                Some(Event::Stop { .. }) => crate::sys::signal::stop_as(libc::SIGTSTP),
+                _ => {}
             }
         }
         interrupted

@@ -24,7 +24,7 @@ use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 
-/// Set by the handlers of the [`TERMINATING`] signals (besides the self-pipe):
+/// Set by the handlers of the terminating signals (besides the self-pipe):
 /// for the few waits that cannot watch the pipe, a state store's lock or
 /// socket, which look at it between short slices of their wait.
 static ARRIVED: AtomicBool = AtomicBool::new(false);
@@ -36,23 +36,27 @@ pub(crate) fn terminating_arrived() -> bool {
     ARRIVED.load(Ordering::SeqCst)
 }
 
-pub(crate) use crate::sys::signal::TERMINATING;
+/// The signals a terminal sends to its whole foreground process group
+/// (keys, hang-up): when the kernel sent one of these, a child in our
+/// group got it too. Any other signal the kernel sends (SIGXCPU for our own
+/// CPU limit, say) reached retry alone.
+const FROM_A_TERMINAL: [i32; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTSTP];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// Retry received a terminating signal. `from_terminal` is true when the
-    /// kernel sent it (a key at the terminal), which also delivered it to
-    /// every process of the foreground group.
+    /// Retry received a terminating signal. `from_terminal` is true when a
+    /// terminal sent it (a key), which also delivered it to every process
+    /// of the foreground group.
     Signal { signal: i32, from_terminal: bool },
+    /// SIGTSTP (Ctrl-Z, or sent): the job is to stop, the attempt with
+    /// retry (`jobs`).
+    Stop { from_terminal: bool },
+    /// SIGCONT: retry was stopped and goes on (`fg`, `bg`). Every wait
+    /// counts its time from the clock again (a restarted `poll` would count
+    /// the time stopped as not spent).
+    Continued,
     /// A child changed state (SIGCHLD): time to look at it.
     ChildChanged,
-}
-
-/// Dispositions the caller handed us that must survive into the child.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Inherited {
-    pub(crate) ignores_ttin: bool,
-    pub(crate) ignores_ttou: bool,
 }
 
 /// The source of [`Event`]s: the self-pipe the signal handlers write to.
@@ -64,7 +68,15 @@ pub(crate) struct Events {
 
 pub(crate) struct SignalEvents {
     pub(crate) events: Events,
-    pub(crate) inherited: Inherited,
+}
+
+/// Retry's first step, before anything of it writes a file: a write past
+/// the file size limit (`ulimit -f`, systemd's `LimitFSIZE=`) fails with
+/// EFBIG and takes its kind's error path (the replay spool, a log, the
+/// metrics file, a state store) instead of killing retry (SIGXFSZ's
+/// default). The child gets the caller's disposition back (`sys::spawn`).
+pub(crate) fn survive_file_size_limit() {
+    signal::ignore(libc::SIGXFSZ);
 }
 
 /// Prepare the process's signals, in the order the rules ask for, and the
@@ -75,23 +87,22 @@ pub(crate) fn install() -> Result<SignalEvents> {
     // and then `wait` fails with ECHILD.
     signal::set_default(libc::SIGCHLD);
     // A parent may hand us a blocked mask; blocked, these never arrive.
-    signal::unblock(
-        TERMINATING
-            .into_iter()
-            .chain([libc::SIGCHLD, libc::SIGTSTP, libc::SIGCONT]),
-    );
+    signal::unblock(signal::terminating().chain([libc::SIGCHLD, libc::SIGTSTP, libc::SIGCONT]));
 
-    let inherited = Inherited {
-        ignores_ttin: signal::is_ignored(libc::SIGTTIN),
-        ignores_ttou: signal::is_ignored(libc::SIGTTOU),
-    };
     // nohup and `trap '' INT`: what the caller ignores stays ignored, for us
-    // and (by inheritance across exec) for the child.
-    let mut handled: Vec<i32> = TERMINATING
-        .into_iter()
-        .filter(|&s| !signal::is_ignored(s))
+    // and (see `sys::spawn`) for the child.
+    let mut handled: Vec<i32> = signal::terminating()
+        .filter(|&s| !signal::caller_ignored(s))
         .collect();
+    let terminating = handled.len();
     handled.push(libc::SIGCHLD);
+    // Job control: Ctrl-Z stops the attempt with us; a continue restarts
+    // the clock of every wait. A SIGCONT continues us whatever its
+    // disposition, so the caller's ignore has nothing to keep there.
+    if !signal::caller_ignored(libc::SIGTSTP) {
+        handled.push(libc::SIGTSTP);
+    }
+    handled.push(libc::SIGCONT);
 
     let (read, write) = UnixStream::pair().context("creating the signal pipe")?;
     read.set_nonblocking(true)
@@ -101,19 +112,20 @@ pub(crate) fn install() -> Result<SignalEvents> {
         .context("setting up the signal pipe")?;
     let delivery = SignalDelivery::with_pipe(read, write, WithOrigin::default(), &handled)
         .context("installing signal handlers")?;
-    for &signal in handled.iter().filter(|&&s| s != libc::SIGCHLD) {
+    for &signal in &handled[..terminating] {
         signal_hook::flag::register(signal, &ARRIVED).context("installing signal handlers")?;
     }
     // Our own messages to a terminal, when we are in the background, must
-    // not stop us. The child gets the default back (see `spawn`).
+    // not stop us. The child gets the caller's dispositions back (see
+    // `sys::spawn`).
     signal::ignore(libc::SIGTTOU);
     signal::ignore(libc::SIGTTIN);
+    survive_file_size_limit();
     Ok(SignalEvents {
         events: Events {
             delivery,
             queued: std::collections::VecDeque::default(),
         },
-        inherited,
     })
 }
 
@@ -154,13 +166,16 @@ impl Events {
     /// Move what the handlers recorded into the queue.
     fn collect(&mut self) {
         for origin in self.delivery.pending() {
-            let event = if origin.signal == libc::SIGCHLD {
-                Event::ChildChanged
-            } else {
-                Event::Signal {
-                    signal: origin.signal,
-                    from_terminal: origin.cause == Cause::Kernel,
-                }
+            let from_terminal =
+                origin.cause == Cause::Kernel && FROM_A_TERMINAL.contains(&origin.signal);
+            let event = match origin.signal {
+                libc::SIGCHLD => Event::ChildChanged,
+                libc::SIGCONT => Event::Continued,
+                libc::SIGTSTP => Event::Stop { from_terminal },
+                signal => Event::Signal {
+                    signal,
+                    from_terminal,
+                },
             };
             self.queued.push_back(event);
         }
@@ -174,7 +189,8 @@ pub(crate) fn pending_signal(events: &mut Events) -> Option<i32> {
 
 /// Sleep until `until`, unless a terminating signal comes first: then return
 /// it. A child changing state meanwhile (an orphan adopted from an earlier
-/// attempt, say) calls `on_child`.
+/// attempt, say) calls `on_child`; Ctrl-Z stops retry here and now (no
+/// attempt runs).
 pub(crate) fn sleep_until(
     events: &mut Events,
     until: Instant,
@@ -184,6 +200,8 @@ pub(crate) fn sleep_until(
         match events.next(Some(until)) {
             Some(Event::Signal { signal, .. }) => return Some(signal),
             Some(Event::ChildChanged) => on_child(),
+            Some(Event::Stop { .. }) => signal::stop_as(libc::SIGTSTP),
+            Some(Event::Continued) => {}
             None => return None,
         }
     }

@@ -32,7 +32,7 @@ use crate::policy::classify::Class;
 use crate::process::Ending;
 use ci::{Ci, Folds};
 use json::JsonSink;
-use out::{Out, Stderr};
+use out::{LogFile, Out, Stderr};
 use steps::{StepFiles, Steps};
 use text::{TextSettings, TextSink};
 
@@ -217,9 +217,12 @@ impl Reporter {
     pub(crate) fn new(settings: &ReportSettings, run_id: &str) -> Result<Reporter> {
         let stderr = Stderr::new();
         let out = match &settings.log_file {
-            Some(path) => Out::File(crate::safe_fs::open_append_log(path).with_context(|| {
-                format!("--log-file {}: cannot open for appending", path.display())
-            })?),
+            Some(path) => {
+                let file = crate::safe_fs::open_append_log(path).with_context(|| {
+                    format!("--log-file {}: cannot open for appending", path.display())
+                })?;
+                Out::File(LogFile::new(file, path, stderr.clone()))
+            }
             None => Out::Stderr(stderr.clone()),
         };
         let ci = settings.format.ci();

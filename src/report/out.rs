@@ -97,21 +97,54 @@ impl Write for Stderr {
 /// Where a sink's lines go: stderr, or the `--log-file` (appended to).
 pub(crate) enum Out {
     Stderr(Stderr),
-    File(File),
+    File(LogFile),
+}
+
+/// The `--log-file`. A write that fails (a full disk, `ulimit -f`) is said
+/// once on stderr, and the lines go there from then on: the run goes on
+/// with its status, and its messages are not lost.
+pub(crate) struct LogFile {
+    file: File,
+    path: std::path::PathBuf,
+    stderr: Stderr,
+    failed: bool,
+}
+
+impl LogFile {
+    pub(crate) fn new(file: File, path: &std::path::Path, stderr: Stderr) -> LogFile {
+        LogFile {
+            file,
+            path: path.to_path_buf(),
+            stderr,
+            failed: false,
+        }
+    }
 }
 
 impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Out::Stderr(stderr) => stderr.write(buf),
-            Out::File(file) => file.write(buf),
+            Out::File(log) if log.failed => log.stderr.write(buf),
+            Out::File(log) => match log.file.write_all(buf) {
+                Ok(()) => Ok(buf.len()),
+                Err(err) => {
+                    log.failed = true;
+                    let said = format!(
+                        "retry: error: --log-file {}: cannot write: {err}; retry's messages go to stderr from here\n",
+                        log.path.display()
+                    );
+                    let _ = log.stderr.write(said.as_bytes());
+                    log.stderr.write(buf)
+                }
+            },
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Out::Stderr(stderr) => stderr.flush(),
-            Out::File(file) => file.flush(),
+            Out::File(log) => log.file.flush(),
         }
     }
 }

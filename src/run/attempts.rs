@@ -152,6 +152,20 @@ impl Run<'_> {
                         return ended(Done::interrupted(signal));
                     }
                     let previous = &judged.outcome.ending;
+                    // The sleep fitted when it began; a retry stopped during
+                    // it (Ctrl-Z, SIGSTOP) may wake past --max-time: no
+                    // attempt starts then, and the run ends with the last
+                    // attempt's own status.
+                    let late = decision::out_of_time(
+                        attempt + 1,
+                        previous,
+                        self.setup.limits,
+                        Instant::now(),
+                        &format!("before attempt {} could start", attempt + 1),
+                    );
+                    if let Some(done) = late {
+                        return ended(done);
+                    }
                     if let Some(done) = self.on_retry(attempt + 1, previous, signals, reporter) {
                         return ended(done);
                     }

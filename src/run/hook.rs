@@ -15,7 +15,7 @@
 use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant};
 
-use crate::process::signals::{Events, Inherited};
+use crate::process::signals::Events;
 use crate::process::{self, ChildIo, Ending, Launch};
 use crate::sys::fd::own_fd;
 
@@ -27,7 +27,6 @@ pub(crate) struct Hook<'a> {
     pub(crate) env: Vec<(&'static str, OsString)>,
     /// Lead its own process group (as the attempts do).
     pub(crate) own_group: bool,
-    pub(crate) inherited: Inherited,
     /// When it is terminated; `None`: no limit.
     pub(crate) deadline: Option<Instant>,
     pub(crate) kill_after: Duration,
@@ -60,7 +59,6 @@ pub(crate) fn run(hook: Hook<'_>, events: &mut Events) -> HookRun {
         argv: &argv,
         env: hook.env,
         own_group: hook.own_group,
-        inherited: hook.inherited,
         stdin: ChildIo::Null,
         stdout: to_our_stderr(),
         stderr: to_our_stderr(),

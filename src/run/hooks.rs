@@ -43,7 +43,6 @@ impl Run<'_> {
             command,
             env,
             own_group: setup.own_group,
-            inherited: signals.inherited,
             deadline: setup.attempt_deadline(),
             kill_after: config.kill_after,
         };
@@ -120,7 +119,6 @@ impl Run<'_> {
             command,
             env,
             own_group: self.setup.own_group,
-            inherited: signals.inherited,
             deadline,
             kill_after: config.kill_after,
         };

@@ -58,7 +58,6 @@ impl Run<'_> {
                 argv: &config.command,
                 env: child_env(setup, attempt, previous_exit, &files.hint),
                 own_group: setup.own_group,
-                inherited: signals.inherited,
                 stdin: ChildIo::Inherit,
                 stdout: ChildIo::Inherit,
                 stderr: ChildIo::Inherit,

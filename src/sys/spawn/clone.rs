@@ -15,10 +15,10 @@
 //! 1. starts with every signal blocked (the parent blocks them all around
 //!    the clone), so none of retry's handlers can run in it, on retry's
 //!    memory;
-//! 2. gives the signals retry handles their default action back (unless
-//!    the caller ignored them: then they stay ignored), SIGPIPE too (the
-//!    Rust runtime ignores it), and SIGTTIN and SIGTTOU, which retry
-//!    ignores for itself, unless the caller ignored them;
+//! 2. puts back every disposition retry changed for itself (the signals
+//!    it handles; SIGPIPE, SIGXFSZ, SIGTTIN and SIGTTOU, which it ignores)
+//!    as the caller left it: ignored if the caller ignored it, else the
+//!    default (`child_dispositions`);
 //! 3. leads a process group of its own, in group mode;
 //! 4. gets its standard descriptors;
 //! 5. asks for SIGKILL when retry dies, and exits 125 at once if retry is
@@ -74,8 +74,6 @@ struct ChildArgs<'a> {
     envp: *const *const libc::c_char,
     stdio: [Option<RawFd>; 3],
     own_group: bool,
-    reset_ttin: bool,
-    reset_ttou: bool,
     parent: libc::pid_t,
     /// The errno of the step that failed; 0 when `execve` succeeded.
     error: AtomicI32,
@@ -245,8 +243,6 @@ pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
         envp: prepared.envp.as_ptr(),
         stdio: request.stdio.map(|fd| fd.map(|fd| fd.as_raw_fd())),
         own_group: request.own_group,
-        reset_ttin: request.reset_ttin,
-        reset_ttou: request.reset_ttou,
         parent: rustix::process::getpid().as_raw_nonzero().get(),
         error: AtomicI32::new(0),
     };
@@ -322,7 +318,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // arguments prepared by the parent.
     unsafe {
         // Our handlers must not run here, on retry's memory.
-        super::child_dispositions(args.reset_ttin, args.reset_ttou);
+        super::child_dispositions();
 
         if args.own_group && libc::setpgid(0, 0) != 0 {
             fail(args, errno());

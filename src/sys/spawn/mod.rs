@@ -19,7 +19,7 @@ use std::os::fd::BorrowedFd;
 
 use rustix::process::Pid;
 
-use crate::sys::signal::TERMINATING;
+use crate::sys::signal::{caller_ignored, changed_by_retry};
 
 #[cfg(all(target_os = "linux", not(retry_posix)))]
 mod clone;
@@ -42,10 +42,6 @@ pub(crate) struct Request<'a> {
     /// Descriptors to put at 0, 1 and 2; `None` leaves retry's own there.
     pub(crate) stdio: [Option<BorrowedFd<'a>>; 3],
     pub(crate) own_group: bool,
-    /// Give SIGTTIN and SIGTTOU their default action (retry ignores them;
-    /// `false` when the caller had already ignored them).
-    pub(crate) reset_ttin: bool,
-    pub(crate) reset_ttou: bool,
 }
 
 /// Start the program; its pid, or the errno of what failed.
@@ -56,41 +52,35 @@ pub(crate) fn start(request: &Request<'_>) -> io::Result<Pid> {
     portable::start(request)
 }
 
-/// The child's dispositions, between fork (or clone) and exec: the signals
-/// retry handles get their default action back (retry's handlers must not
-/// survive into the command), unless the caller ignored them, which stay
-/// ignored; SIGCHLD and SIGPIPE their default; SIGTTIN and SIGTTOU, which
-/// retry ignores for itself, their default unless the caller ignored them.
-/// Only `sigaction` calls on the stack: async-signal-safe, no allocation.
-fn child_dispositions(reset_ttin: bool, reset_ttou: bool) {
-    for signal in TERMINATING {
-        if set_action(signal, libc::SIG_DFL) == libc::SIG_IGN {
-            set_action(signal, libc::SIG_IGN);
-        }
-    }
-    set_action(libc::SIGCHLD, libc::SIG_DFL);
-    set_action(libc::SIGPIPE, libc::SIG_DFL);
-    if reset_ttin {
-        set_action(libc::SIGTTIN, libc::SIG_DFL);
-    }
-    if reset_ttou {
-        set_action(libc::SIGTTOU, libc::SIG_DFL);
+/// The child's dispositions, between fork (or clone) and exec: every
+/// signal retry gave a disposition of its own (handled: retry's handlers
+/// must not survive into the command; ignored: SIGPIPE, SIGXFSZ, SIGTTIN,
+/// SIGTTOU) is put back as the caller left it: ignored if the caller
+/// ignored it (nohup, `trap '' PIPE`), else its default. SIGCHLD always
+/// gets its default. Only `sigaction` calls on the stack: async-signal-safe,
+/// no allocation.
+fn child_dispositions() {
+    for signal in changed_by_retry() {
+        let keep_ignored = signal != libc::SIGCHLD && caller_ignored(signal);
+        set_action(
+            signal,
+            if keep_ignored {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            },
+        );
     }
 }
 
-/// Set `signal`'s action to `handler`; the previous one. Only for the child
+/// Set `signal`'s action to `handler`. Only for the child
 /// (`child_dispositions`): it changes the dispositions of the whole process.
-fn set_action(signal: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
+fn set_action(signal: i32, handler: libc::sighandler_t) {
     // SAFETY: a zeroed sigaction holding a handler constant (SIG_DFL or
-    // SIG_IGN, no function) is a valid argument; the previous action is
-    // written into `old`.
+    // SIG_IGN, no function) is a valid argument.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        let mut old: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = handler;
-        if libc::sigaction(signal, &raw const action, &raw mut old) != 0 {
-            return libc::SIG_DFL;
-        }
-        old.sa_sigaction
+        libc::sigaction(signal, &raw const action, std::ptr::null_mut());
     }
 }

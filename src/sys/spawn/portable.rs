@@ -9,10 +9,10 @@
 //!    mode (`process_group(0)`);
 //! 3. gives SIGPIPE its default action (std's own step; retry ignores it);
 //! 4. runs `child_steps` (`pre_exec`):
-//!    - gives the signals retry handles their default action back, unless
-//!      the caller ignored them (then they stay ignored), and SIGTTIN and
-//!      SIGTTOU, which retry ignores for itself, unless the caller ignored
-//!      them; SIGPIPE again, whatever std was built to do;
+//!    - puts back every disposition retry changed for itself (the signals
+//!      it handles; SIGPIPE, SIGXFSZ, SIGTTIN and SIGTTOU, which it
+//!      ignores) as the caller left it: ignored if the caller ignored it,
+//!      else the default (`child_dispositions`; SIGPIPE again, after std);
 //!    - asks for SIGKILL when retry dies, and exits 125 at once if retry is
 //!      already gone (Linux and FreeBSD);
 //!    - empties the signal mask (a program starts with none blocked);
@@ -63,8 +63,6 @@ pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
         command.process_group(0);
     }
     let steps = ChildSteps {
-        reset_ttin: request.reset_ttin,
-        reset_ttou: request.reset_ttou,
         parent: rustix::process::getpid(),
         empty: signal_set(false),
     };
@@ -90,8 +88,6 @@ pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
 
 /// What the child does in `pre_exec`, made by the parent.
 struct ChildSteps {
-    reset_ttin: bool,
-    reset_ttou: bool,
     /// Retry's pid, to see whether retry is still the parent.
     parent: Pid,
     /// The child's signal mask: empty.
@@ -102,7 +98,7 @@ struct ChildSteps {
 /// async-signal-safe system calls: the process may have other threads,
 /// whose locks the child's copy of memory holds.
 fn child_steps(steps: &ChildSteps) {
-    super::child_dispositions(steps.reset_ttin, steps.reset_ttou);
+    super::child_dispositions();
 
     // If retry dies, even of SIGKILL, the attempt dies with it; if it died
     // already, the request came too late: give up at once.

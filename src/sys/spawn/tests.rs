@@ -72,8 +72,6 @@ fn run(
         env: &env,
         stdio: [None, out.map(AsFd::as_fd), None],
         own_group: true,
-        reset_ttin: true,
-        reset_ttou: true,
     };
     let pid = start(&request).map_err(|err| err.raw_os_error().unwrap())?;
     let (_, status) = rustix::process::waitpid(Some(pid), WaitOptions::empty())
