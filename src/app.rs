@@ -27,6 +27,7 @@ use crate::report::metrics;
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
 use crate::run;
 use crate::run::error_text;
+use crate::state::Access;
 use crate::state::store::Interrupted;
 
 /// Report retry's own error where its messages go (`--log-format`,
@@ -178,7 +179,7 @@ pub fn run() -> ExitStatus {
             }
         }
         Mode::Explain => print(settings, &run_id, explain::render(&config).as_bytes()),
-        Mode::CircuitStatus => match open_circuit(&config).and_then(|c| c.status()) {
+        Mode::CircuitStatus => match open_circuit(&config, Access::Read).and_then(|c| c.status()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
@@ -187,20 +188,22 @@ pub fn run() -> ExitStatus {
                 ExitStatus::STATE_FAILED,
             ),
         },
-        Mode::CircuitReset => match open_circuit(&config).and_then(|c| c.reset().map(|_| c)) {
-            Ok(circuit) => print(
-                settings,
-                &run_id,
-                format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
-            ),
-            Err(err) => fail(
-                settings,
-                &run_id,
-                &format!("--circuit-reset: {err:#}"),
-                ExitStatus::STATE_FAILED,
-            ),
-        },
-        Mode::BudgetStatus => match open_budget(&config).and_then(|b| b.status()) {
+        Mode::CircuitReset => {
+            match open_circuit(&config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
+                Ok(circuit) => print(
+                    settings,
+                    &run_id,
+                    format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
+                ),
+                Err(err) => fail(
+                    settings,
+                    &run_id,
+                    &format!("--circuit-reset: {err:#}"),
+                    ExitStatus::STATE_FAILED,
+                ),
+            }
+        }
+        Mode::BudgetStatus => match open_budget(&config, Access::Read).and_then(|b| b.status()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
@@ -209,22 +212,24 @@ pub fn run() -> ExitStatus {
                 ExitStatus::STATE_FAILED,
             ),
         },
-        Mode::BudgetReset => match open_budget(&config).and_then(|b| b.reset().map(|w| (b, w))) {
-            Ok((budget, warnings)) => {
-                let mut text = String::new();
-                for warning in warnings {
-                    text.push_str(&format!("warning: {warning}\n"));
+        Mode::BudgetReset => {
+            match open_budget(&config, Access::Update).and_then(|b| b.reset().map(|w| (b, w))) {
+                Ok((budget, warnings)) => {
+                    let mut text = String::new();
+                    for warning in warnings {
+                        text.push_str(&format!("warning: {warning}\n"));
+                    }
+                    text.push_str(&format!("retry budget {} reset: full\n", budget.name));
+                    print(settings, &run_id, text.as_bytes())
                 }
-                text.push_str(&format!("retry budget {} reset: full\n", budget.name));
-                print(settings, &run_id, text.as_bytes())
+                Err(err) => fail(
+                    settings,
+                    &run_id,
+                    &format!("--budget-reset: {err:#}"),
+                    ExitStatus::STATE_FAILED,
+                ),
             }
-            Err(err) => fail(
-                settings,
-                &run_id,
-                &format!("--budget-reset: {err:#}"),
-                ExitStatus::STATE_FAILED,
-            ),
-        },
+        }
         Mode::PresetList => match presets::list_text(&Sources::from_env()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => refuse(settings, &run_id, &err, &err),
@@ -237,20 +242,20 @@ pub fn run() -> ExitStatus {
     }
 }
 
-fn open_budget(config: &Config) -> anyhow::Result<Budget> {
+fn open_budget(config: &Config, access: Access) -> anyhow::Result<Budget> {
     let settings = config
         .budget
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("no --budget given"))?;
-    Budget::open(settings)
+    Budget::open(settings, access)
 }
 
-fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
+fn open_circuit(config: &Config, access: Access) -> anyhow::Result<Circuit> {
     let settings = config
         .circuit
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("no --circuit given"))?;
-    circuit::open(settings)
+    circuit::open(settings, access)
 }
 
 /// `Mode::Run`: the command behind its circuit, then the metrics.
@@ -270,10 +275,8 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     };
     // A store that cannot be used never stops the job: warn, and run as if
     // there were no circuit or budget (as when Redis is down).
-    let circuit = config
-        .circuit
-        .as_ref()
-        .and_then(|settings| match circuit::open(settings) {
+    let circuit = config.circuit.as_ref().and_then(|settings| {
+        match circuit::open(settings, Access::Update) {
             Ok(circuit) => Some(circuit),
             Err(err) => {
                 reporter.warning(
@@ -285,23 +288,25 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
                 );
                 None
             }
-        });
-    let budget = config
-        .budget
-        .as_ref()
-        .and_then(|settings| match Budget::open(settings) {
-            Ok(budget) => Some(budget),
-            Err(err) => {
-                reporter.warning(
-                    "budget",
-                    &format!(
-                        "retry budget {}: {err:#}; retrying as if it allowed",
-                        settings.name
-                    ),
-                );
-                None
-            }
-        });
+        }
+    });
+    let budget =
+        config
+            .budget
+            .as_ref()
+            .and_then(|settings| match Budget::open(settings, Access::Update) {
+                Ok(budget) => Some(budget),
+                Err(err) => {
+                    reporter.warning(
+                        "budget",
+                        &format!(
+                            "retry budget {}: {err:#}; retrying as if it allowed",
+                            settings.name
+                        ),
+                    );
+                    None
+                }
+            });
     let mut signals = match signals::install() {
         Ok(signals) => signals,
         Err(err) => {

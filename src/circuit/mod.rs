@@ -13,8 +13,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use crate::state::store::{Kind, Patience, Record, Store, Updated, update_record};
-use crate::state::{StateConfig, now_ms, open_store};
+use crate::state::store::{Kind, Patience, Record, Store, Updated, read_record, update_record};
+use crate::state::{Access, StateConfig, now_ms, open_store};
 use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings, StoredSettings};
 
 /// Circuits: `NAME.json`, `retry:circuit:NAME`.
@@ -167,9 +167,10 @@ impl Circuit {
         Ok(updated.warning)
     }
 
-    /// `--circuit-status`: the state, failures, and until when.
+    /// `--circuit-status`: the state, failures, and until when. Only read:
+    /// a corrupt state is reported, and left for the next run to replace.
     pub(crate) fn status(&self) -> Result<String> {
-        let updated = self.store.update(&self.name, &mut |_| {})?;
+        let updated = read_record::<CircuitState, _>(&*self.store, &self.name)?;
         let state = updated.state;
         let now = now_ms();
         let mut text = String::new();
@@ -255,14 +256,14 @@ impl Circuit {
     }
 }
 
-/// Open circuit `config` names, in its store.
-pub(crate) fn open(config: &CircuitConfig) -> Result<Circuit> {
+/// Open circuit `config` names, in its store, for `access`.
+pub(crate) fn open(config: &CircuitConfig, access: Access) -> Result<Circuit> {
     // Long enough to outlive any cooldown and probe lease: what expires is
     // a circuit nobody has used for that long.
     let settings = &config.settings;
     let ttl = (settings.max_cooldown + settings.probe_lease)
         .saturating_mul(4)
         .max(Duration::from_secs(24 * 3600));
-    let store = open_store(&config.state, ttl)?;
+    let store = open_store(&config.state, ttl, access)?;
     Ok(Circuit::new(&config.name, store, config.settings))
 }

@@ -42,7 +42,7 @@ pub(crate) struct Kind {
 }
 
 /// What a store found under a name, before any decoding.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Loaded {
     /// Nothing stored yet.
     Missing,
@@ -138,6 +138,19 @@ pub(crate) trait Store {
         change: &mut Change<'_>,
     ) -> Result<()>;
 
+    /// Read record `name` of `kind` as it is, writing nothing, not even a
+    /// lock: `--circuit-status` and `--budget-status` work on a read-only
+    /// state directory or a read-only Redis replica. By default, an update
+    /// that stores nothing (Redis: `WATCH` and reads, no `MULTI`).
+    fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
+        let mut found = None;
+        self.update_blob(kind, name, Patience::default(), &mut |loaded| {
+            found = Some(loaded.clone());
+            Ok(None)
+        })?;
+        found.context("the store never read the record")
+    }
+
     /// For messages about the record's content: "/dir/NAME.json", "Redis
     /// key retry:circuit:NAME".
     fn location(&self, kind: &Kind, name: &str) -> String;
@@ -211,6 +224,19 @@ pub(crate) fn update_record<R: Record, S: Store + ?Sized>(
         Ok(replace)
     })?;
     outcome.context("the store never read the record")
+}
+
+/// Read record `name` of type `R` without changing it (see
+/// [`Store::read_blob`]); what is unusable is the record's default, with
+/// a warning, as for an update, but is left as it is.
+pub(crate) fn read_record<R: Record, S: Store + ?Sized>(
+    store: &S,
+    name: &str,
+) -> Result<Updated<R>> {
+    let kind = R::KIND;
+    let loaded = store.read_blob(&kind, name)?;
+    let (state, warning) = interpret::<R, S>(store, &kind, name, &loaded);
+    Ok(Updated { state, warning })
 }
 
 fn interpret<R: Record, S: Store + ?Sized>(

@@ -442,3 +442,93 @@ fn running_as_root() -> bool {
     std::fs::metadata("/proc/self")
         .is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0)
 }
+
+/// Makes `dir` read-only for the rest of the test: as root, whom modes do
+/// not stop, by remounting the small file system it is on read-only;
+/// otherwise by `chmod a-w`.
+fn make_read_only(dir: &std::path::Path, disk: Option<&SmallDisk>) {
+    match disk {
+        Some(disk) => {
+            let remounted = std::process::Command::new("mount")
+                .args(["-o", "remount,ro"])
+                .arg(&disk.path)
+                .status()
+                .unwrap();
+            assert!(remounted.success());
+        }
+        None => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).unwrap(),
+    }
+}
+
+#[test]
+fn status_of_a_read_only_state_directory_needs_no_write() {
+    let root = rustix::process::geteuid().is_root();
+    let disk = if root {
+        match SmallDisk::mount("1m", "status_of_a_read_only_state_directory_needs_no_write") {
+            Some(disk) => Some(disk),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let scratch = private_dir();
+    let base = disk
+        .as_ref()
+        .map_or(scratch.path(), |disk| disk.path.as_path());
+    let dir = base.join("state");
+    let state = |command: &mut assert_cmd::Command| {
+        command.arg("--state-dir").arg(&dir);
+    };
+    let mut run = retry();
+    state(&mut run);
+    run.args(circuit_args("ro"))
+        .args(["--budget", "ro", "--", "false"])
+        .assert()
+        .code(1);
+    let before = listing(&dir);
+    make_read_only(&dir, disk.as_ref());
+    let mut status = retry();
+    state(&mut status);
+    let out = status
+        .args(["--circuit", "ro", "--circuit-status"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("circuit ro: closed"), "{stdout}");
+    assert!(stdout.contains("failed runs in a row: 1"), "{stdout}");
+    assert_eq!(stderr, "");
+    let mut status = retry();
+    state(&mut status);
+    let out = status
+        .args(["--budget", "ro", "--budget-status"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("since created: 1 first attempts"),
+        "{stdout}"
+    );
+    assert_eq!(stderr, "");
+    assert_eq!(listing(&dir), before);
+    // A state directory not made yet is read as empty, and not made.
+    let missing = base.join("never");
+    let out = retry()
+        .arg("--state-dir")
+        .arg(&missing)
+        .args(["--circuit", "new", "--circuit-status"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("circuit new: closed"), "{stdout}");
+    assert!(stdout.contains("nothing stored yet"), "{stdout}");
+    assert!(!missing.exists());
+}
