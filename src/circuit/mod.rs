@@ -8,6 +8,7 @@
 //! `crate::state`'s. This module ties them to a run.
 
 pub(crate) mod breaker;
+mod liveness;
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -125,6 +126,9 @@ impl Circuit {
                 pid: std::process::id(),
                 started_ms: 0,
                 lease_until_ms: 0,
+                boot_id: crate::sys::machine::boot_id(),
+                pid_ns: crate::sys::machine::pid_namespace(),
+                start: crate::sys::machine::own_start(),
             },
         }
     }
@@ -132,11 +136,10 @@ impl Circuit {
     pub(crate) fn admit(&self) -> Result<Decision> {
         let mut admission = Admission::Run;
         let (settings, me) = (&self.settings, &self.me);
-        let store = &self.store;
         // Nothing has run yet: a signal to retry ends the wait at once.
-        let updated = update_record(&**store, &self.name, Patience::SIGNALS, &mut |state| {
+        let updated = update_record(&*self.store, &self.name, Patience::SIGNALS, &mut |state| {
             admission = breaker::admit(state, settings, now_ms(), me, |probe| {
-                store.probe_alive(&probe.host, probe.pid, &me.host)
+                liveness::probe_alive(probe, me, crate::sys::machine::look_for)
             });
         })?;
         Ok(Decision {

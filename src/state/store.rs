@@ -157,21 +157,6 @@ pub(crate) trait Store {
 
     /// For `--circuit-status` and the like: where record `name` is kept.
     fn describe_record(&self, kind: &Kind, name: &str) -> String;
-
-    /// Whether a probe held by `pid` on `host` may still be running. Stores
-    /// on one machine can look; shared ones trust the lease.
-    fn probe_alive(&self, host: &str, pid: u32, my_host: &str) -> bool {
-        if host != my_host {
-            return true;
-        }
-        // A pid that is no process id (0, or past i32::MAX, which would
-        // name a process group) is a dead probe, not a reason to panic.
-        i32::try_from(pid)
-            .ok()
-            .filter(|&pid| pid > 0)
-            .and_then(rustix::process::Pid::from_raw)
-            .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
-    }
 }
 
 /// A typed record kept in the stores.
@@ -550,6 +535,9 @@ mod tests {
                             pid,
                             started_ms,
                             lease_until_ms,
+                            boot_id: None,
+                            pid_ns: None,
+                            start: None,
                         }),
                         updated_ms,
                         settings: None,
@@ -612,6 +600,9 @@ mod tests {
                 pid: 1,
                 started_ms: 0,
                 lease_until_ms: 0,
+                boot_id: None,
+                pid_ns: None,
+                start: None,
             };
             for now in [0, 1, crate::state::now_ms(), breaker::LATEST_MS, u64::MAX] {
                 for result in [RunResult::Success, RunResult::Failure, RunResult::Aborted] {

@@ -11,6 +11,7 @@
 
 pub(crate) mod fd;
 pub(crate) mod fs;
+pub(crate) mod machine;
 pub(crate) mod process;
 pub(crate) mod signal;
 pub(crate) mod spawn;
