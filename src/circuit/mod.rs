@@ -136,10 +136,14 @@ impl Circuit {
     pub(crate) fn admit(&self) -> Result<Decision> {
         let mut admission = Admission::Run;
         let (settings, me) = (&self.settings, &self.me);
+        let eyes = liveness::Eyes {
+            here: crate::sys::machine::look_for,
+            into: crate::sys::machine::look_into,
+        };
         // Nothing has run yet: a signal to retry ends the wait at once.
         let updated = update_record(&*self.store, &self.name, Patience::SIGNALS, &mut |state| {
             admission = breaker::admit(state, settings, now_ms(), me, |probe| {
-                liveness::probe_alive(probe, me, crate::sys::machine::look_for)
+                liveness::probe_alive(probe, me, &eyes)
             });
         })?;
         Ok(Decision {

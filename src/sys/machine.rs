@@ -109,6 +109,76 @@ pub(crate) fn look_for(pid: u32) -> Seen {
     }
 }
 
+/// The inode naming the initial PID namespace (the kernel's
+/// `PROC_PID_INIT_INO`): the one every process of the machine is seen in.
+#[cfg(target_os = "linux")]
+const INITIAL_PID_NAMESPACE: u64 = 0xEFFF_FFFC;
+
+/// Look for process `pid` of another PID namespace, `namespace`: possible
+/// only from the initial one, which sees every process of the machine (a
+/// probe that was pid 1 of a container is then known to be gone once the
+/// container is). `None` when it cannot be told: from any other
+/// namespace, through a `/proc` that is not ours, or where some process's
+/// namespace cannot be read (another user's, without root).
+#[cfg(target_os = "linux")]
+pub(crate) fn look_into(namespace: u64, pid: u32) -> Option<Seen> {
+    use std::os::unix::fs::MetadataExt;
+    if pid_namespace() != Some(INITIAL_PID_NAMESPACE) || !proc_is_ours() {
+        return None;
+    }
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(here) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Its pids, from the initial namespace in: one is a process of the
+        // initial namespace (`namespace` is another: ours), and none a
+        // process that ended meanwhile.
+        let Some(pids) = namespace_pids(here).filter(|pids| pids.len() > 1) else {
+            continue;
+        };
+        let in_namespace = match std::fs::metadata(format!("/proc/{here}/ns/pid")) {
+            Ok(meta) => meta.ino() == namespace,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
+            // Not allowed to look (another user's, without root): a process
+            // of some other namespace, maybe of this one.
+            Err(_) => return None,
+        };
+        if !in_namespace || pids.last() != Some(&pid) {
+            continue;
+        }
+        return match super::process::process_info(here) {
+            Some(info) if info.zombie => Some(Seen::Gone),
+            Some(info) => Some(Seen::Running {
+                start: Some(info.start),
+            }),
+            None => Some(Seen::Gone),
+        };
+    }
+    Some(Seen::Gone)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn look_into(_namespace: u64, _pid: u32) -> Option<Seen> {
+    None
+}
+
+/// The pids process `pid` (as `/proc` numbers it) has in each PID
+/// namespace from `/proc`'s in to its own: `NSpid:` in its status, which
+/// anyone may read.
+#[cfg(target_os = "linux")]
+fn namespace_pids(pid: i32) -> Option<Vec<u32>> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("NSpid:"))?;
+    line.split_ascii_whitespace()
+        .skip(1)
+        .map(|n| n.parse().ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,7 +196,12 @@ mod tests {
         #[cfg(target_os = "linux")]
         {
             assert!(boot_id().is_some_and(|id| id.len() == 36));
-            assert!(pid_namespace().is_some());
+            let namespace = pid_namespace().unwrap();
+            // From the initial namespace, no process is in a namespace
+            // that does not exist.
+            if look_into(namespace, us).is_some() {
+                assert_eq!(look_into(namespace + 1, 1), Some(Seen::Gone));
+            }
         }
     }
 }

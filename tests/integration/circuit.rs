@@ -673,6 +673,68 @@ fn a_probe_in_another_pid_namespace_keeps_its_claim_until_its_lease_ends() {
     one_probe_across_pid_namespaces(&["--state-dir", state], "pidns");
 }
 
+#[test]
+fn a_probe_that_was_pid_1_of_a_container_that_ended_is_gone_for_the_host() {
+    // Seen from the host's PID namespace (the initial one), a container's
+    // processes are visible: its probe is judged there, and our own pid 1
+    // (init) is not taken for it.
+    let test = "a_probe_that_was_pid_1_of_a_container_that_ended_is_gone_for_the_host";
+    if !pid_namespaces_work(test) {
+        return;
+    }
+    let namespace =
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata("/proc/self/ns/pid").unwrap());
+    if namespace != 0xEFFF_FFFC {
+        eprintln!("{test}: skipped, the tests do not run in the initial PID namespace");
+        return;
+    }
+    let dir = state_dir();
+    std::fs::write(dir.path().join("pid-one.json"), cooldown_over()).unwrap();
+    let started = dir.path().join("started");
+    let body = format!("touch '{}'; sleep 60", started.display());
+    // The probe is pid 1 of its namespace; killing unshare kills it, and
+    // with it the namespace.
+    let mut container = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", BIN])
+        .args(circuit_args("pid-one"))
+        .arg("--state-dir")
+        .arg(dir.path())
+        .args(["--", "sh", "-c", &body])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(20));
+    let state = std::fs::read_to_string(dir.path().join("pid-one.json")).unwrap();
+    assert!(state.contains("\"pid\": 1,"), "{state}");
+    // While it runs, it is seen running.
+    circuit(dir.path(), "pid-one")
+        .args(["--", "true"])
+        .assert()
+        .code(75)
+        .stderr(predicate::str::contains("another run is probing it"));
+    send_signal(container.id(), "KILL");
+    let _ = container.wait();
+    let ended = Instant::now();
+    loop {
+        let out = circuit(dir.path(), "pid-one")
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        if out.status.code() == Some(0) {
+            break;
+        }
+        // The namespace ends a moment after its pid 1 is killed.
+        assert!(
+            ended.elapsed() < Duration::from_secs(10),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Field 22 of `/proc/PID/stat`: the start time, in clock ticks since boot.
 fn start_time(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
