@@ -60,7 +60,7 @@ complete -c retry -l retry-after -d 'Sleep as long as a \'Retry-After:\' header 
 complete -c retry -l buffer-stdout -d 'Hold each attempt\'s stdout apart and emit only a successful attempt\'s; on give-up nothing is emitted, and the number of bytes dropped is said'
 complete -c retry -l foreground -d 'Keep the child in retry\'s process group even when not in a terminal\'s foreground'
 complete -c retry -l until-failure -d 'The inverse run, to hunt a flaky failure: repeat while the command succeeds, stop at its first failure and exit with its status; exit 0 when every run passed. Attempts are unlimited unless --attempts is given'
-complete -c retry -s q -l quiet -d 'Only retry\'s own errors; nothing per attempt'
+complete -c retry -s q -l quiet -d 'Only retry\'s own errors, and warnings about settings not taken as given or a circuit or budget store that cannot be used; nothing per attempt'
 complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt\'s start'
 complete -c retry -l explain -d 'Print the schedule this policy produces and exit without running anything'
 complete -c retry -l circuit-status -d 'Print the circuit\'s state (closed, open, half-open; failures; until when) and exit 0'

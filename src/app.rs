@@ -24,9 +24,10 @@ use crate::policy::decision::End;
 use crate::presets::{self, Sources};
 use crate::process::{self, signals};
 use crate::report::metrics;
-use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Reporter, Verbosity};
+use crate::report::{CiSettings, ColorWhen, Guard, LogFormat, ReportSettings, Reporter, Verbosity};
 use crate::run;
 use crate::run::error_text;
+use crate::state::Access;
 use crate::state::store::Interrupted;
 
 /// Report retry's own error where its messages go (`--log-format`,
@@ -179,7 +180,7 @@ pub fn run() -> ExitStatus {
             }
         }
         Mode::Explain => print(settings, &run_id, explain::render(&config).as_bytes()),
-        Mode::CircuitStatus => match open_circuit(&config).and_then(|c| c.status()) {
+        Mode::CircuitStatus => match open_circuit(&config, Access::Read).and_then(|c| c.status()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
@@ -188,20 +189,22 @@ pub fn run() -> ExitStatus {
                 ExitStatus::STATE_FAILED,
             ),
         },
-        Mode::CircuitReset => match open_circuit(&config).and_then(|c| c.reset().map(|_| c)) {
-            Ok(circuit) => print(
-                settings,
-                &run_id,
-                format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
-            ),
-            Err(err) => fail(
-                settings,
-                &run_id,
-                &format!("--circuit-reset: {err:#}"),
-                ExitStatus::STATE_FAILED,
-            ),
-        },
-        Mode::BudgetStatus => match open_budget(&config).and_then(|b| b.status()) {
+        Mode::CircuitReset => {
+            match open_circuit(&config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
+                Ok(circuit) => print(
+                    settings,
+                    &run_id,
+                    format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
+                ),
+                Err(err) => fail(
+                    settings,
+                    &run_id,
+                    &format!("--circuit-reset: {err:#}"),
+                    ExitStatus::STATE_FAILED,
+                ),
+            }
+        }
+        Mode::BudgetStatus => match open_budget(&config, Access::Read).and_then(|b| b.status()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
@@ -210,22 +213,24 @@ pub fn run() -> ExitStatus {
                 ExitStatus::STATE_FAILED,
             ),
         },
-        Mode::BudgetReset => match open_budget(&config).and_then(|b| b.reset().map(|w| (b, w))) {
-            Ok((budget, warnings)) => {
-                let mut text = String::new();
-                for warning in warnings {
-                    text.push_str(&format!("warning: {warning}\n"));
+        Mode::BudgetReset => {
+            match open_budget(&config, Access::Update).and_then(|b| b.reset().map(|w| (b, w))) {
+                Ok((budget, warnings)) => {
+                    let mut text = String::new();
+                    for warning in warnings {
+                        text.push_str(&format!("warning: {warning}\n"));
+                    }
+                    text.push_str(&format!("retry budget {} reset: full\n", budget.name));
+                    print(settings, &run_id, text.as_bytes())
                 }
-                text.push_str(&format!("retry budget {} reset: full\n", budget.name));
-                print(settings, &run_id, text.as_bytes())
+                Err(err) => fail(
+                    settings,
+                    &run_id,
+                    &format!("--budget-reset: {err:#}"),
+                    ExitStatus::STATE_FAILED,
+                ),
             }
-            Err(err) => fail(
-                settings,
-                &run_id,
-                &format!("--budget-reset: {err:#}"),
-                ExitStatus::STATE_FAILED,
-            ),
-        },
+        }
         Mode::PresetList => match presets::list_text(&Sources::from_env()) {
             Ok(text) => print(settings, &run_id, text.as_bytes()),
             Err(err) => refuse(settings, &run_id, &err, &err),
@@ -238,20 +243,20 @@ pub fn run() -> ExitStatus {
     }
 }
 
-fn open_budget(config: &Config) -> anyhow::Result<Budget> {
+fn open_budget(config: &Config, access: Access) -> anyhow::Result<Budget> {
     let settings = config
         .budget
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("no --budget given"))?;
-    Budget::open(settings)
+    Budget::open(settings, access)
 }
 
-fn open_circuit(config: &Config) -> anyhow::Result<Circuit> {
+fn open_circuit(config: &Config, access: Access) -> anyhow::Result<Circuit> {
     let settings = config
         .circuit
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("no --circuit given"))?;
-    circuit::open(settings)
+    circuit::open(settings, access)
 }
 
 /// `Mode::Run`: the command behind its circuit, then the metrics.
@@ -269,40 +274,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
             return End::Usage.exit_status(None);
         }
     };
-    // A store that cannot be used never stops the job: warn, and run as if
-    // there were no circuit or budget (as when Redis is down).
-    let circuit = config
-        .circuit
-        .as_ref()
-        .and_then(|settings| match circuit::open(settings) {
-            Ok(circuit) => Some(circuit),
-            Err(err) => {
-                reporter.warning(
-                    "circuit",
-                    &format!(
-                        "circuit {}: {err:#}; running as if it were closed",
-                        settings.name
-                    ),
-                );
-                None
-            }
-        });
-    let budget = config
-        .budget
-        .as_ref()
-        .and_then(|settings| match Budget::open(settings) {
-            Ok(budget) => Some(budget),
-            Err(err) => {
-                reporter.warning(
-                    "budget",
-                    &format!(
-                        "retry budget {}: {err:#}; retrying as if it allowed",
-                        settings.name
-                    ),
-                );
-                None
-            }
-        });
+    let (circuit, budget) = open_guards(config, &mut reporter);
     let mut signals = match signals::install() {
         Ok(signals) => signals,
         Err(err) => {
@@ -337,7 +309,8 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
                 summary.elapsed,
             );
             if let Some((path, name)) = &config.metrics {
-                let text = metrics::render(name, &summary, std::time::SystemTime::now());
+                let mut text = metrics::render(name, &summary, std::time::SystemTime::now());
+                text.push_str(&metrics::render_in_force(name, reporter.in_force()));
                 if let Err(err) = metrics::write_atomically(path, &text) {
                     reporter.error(&format!("{err:#}"));
                 }
@@ -349,6 +322,34 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
             End::RetryFailed.exit_status(None)
         }
     }
+}
+
+/// The run's circuit and budget, in their stores. A store that cannot be
+/// used never stops the job: retry warns (also under -q), and runs as if
+/// there were no circuit or budget (as when Redis is down); the `done`
+/// event and the metrics say they were not in force.
+fn open_guards(config: &Config, reporter: &mut Reporter) -> (Option<Circuit>, Option<Budget>) {
+    let circuit = config.circuit.as_ref().and_then(|settings| {
+        reporter.guarded_by(Guard::Circuit, &settings.name);
+        circuit::open(settings, Access::Update)
+            .map_err(|err| {
+                let name = &settings.name;
+                let why = format!("circuit {name}: {err:#}; running as if it were closed");
+                reporter.guard_lost(Guard::Circuit, &why);
+            })
+            .ok()
+    });
+    let budget = config.budget.as_ref().and_then(|settings| {
+        reporter.guarded_by(Guard::Budget, &settings.name);
+        Budget::open(settings, Access::Update)
+            .map_err(|err| {
+                let name = &settings.name;
+                let why = format!("retry budget {name}: {err:#}; retrying as if it allowed");
+                reporter.guard_lost(Guard::Budget, &why);
+            })
+            .ok()
+    });
+    (circuit, budget)
 }
 
 /// What the circuit said about a run.
@@ -368,7 +369,7 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
     match circuit.admit() {
         Ok(decision) => {
             if let Some(warning) = &decision.warning {
-                reporter.warning("circuit", warning);
+                reporter.lasting_warning("circuit", warning);
             }
             reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
@@ -389,8 +390,8 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
         // starts, and the store was not at fault.
         Err(err) if err.is::<Interrupted>() => Gate::Unchecked,
         Err(err) => {
-            reporter.warning(
-                "circuit",
+            reporter.guard_lost(
+                Guard::Circuit,
                 &format!(
                     "circuit {}: {err:#}; running as if it were closed",
                     circuit.name
@@ -421,9 +422,9 @@ fn run_result(summary: &RunSummary) -> RunResult {
 /// Tell the circuit how the admitted run ended.
 fn record(circuit: &Circuit, result: RunResult, reporter: &mut Reporter) {
     match circuit.record(result) {
-        Ok(Some(warning)) => reporter.warning("circuit", &warning),
+        Ok(Some(warning)) => reporter.lasting_warning("circuit", &warning),
         Ok(None) => {}
-        Err(err) => reporter.warning(
+        Err(err) => reporter.lasting_warning(
             "circuit",
             &format!(
                 "circuit {}: cannot record the result: {err:#}",

@@ -16,8 +16,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::state::store::{Kind, Patience, Record, Store, update_record};
-use crate::state::{StateConfig, now_ms, open_store};
+use crate::state::store::{Kind, Patience, Record, Store, read_record, update_record};
+use crate::state::{Access, StateConfig, now_ms, open_store};
 use bucket::{BucketState, BudgetSettings};
 
 /// Budgets: `budget@NAME.json` in a state directory (a circuit name cannot
@@ -120,11 +120,12 @@ fn rate(per_ms: f64) -> String {
 }
 
 impl Budget {
-    /// Open budget `config` names, in its store.
-    pub(crate) fn open(config: &BudgetConfig) -> Result<Budget> {
+    /// Open budget `config` names, in its store, for `access`.
+    pub(crate) fn open(config: &BudgetConfig, access: Access) -> Result<Budget> {
         // A bucket nobody touched for a week is forgotten: a new one starts
         // full, which is where time would have filled it anyway.
-        let store = open_store(&config.state, Duration::from_secs(7 * 24 * 3600))?;
+        let ttl = Duration::from_secs(7 * 24 * 3600);
+        let store = open_store(&config.state, ttl, access)?;
         Ok(Budget {
             name: config.name.clone(),
             store,
@@ -157,15 +158,20 @@ impl Budget {
             })?;
         let mut warnings: Vec<String> = updated.warning.into_iter().collect();
         if let Some(stored) = mismatch.filter(|_| !self.mismatch_said.replace(true)) {
-            warnings.push(format!(
-                "retry budget {} was created with {}; using those, not {} (--budget-reset changes them)",
-                self.name,
-                describe(&stored),
-                describe(&self.settings)
-            ));
+            warnings.push(self.mismatch(&stored));
         }
         let result = result.ok_or_else(|| anyhow::anyhow!("the store never read the budget"))?;
         Ok((result, warnings))
+    }
+
+    /// The bucket was stored with other settings than those given.
+    fn mismatch(&self, stored: &BudgetSettings) -> String {
+        format!(
+            "retry budget {} was created with {}; using those, not {} (--budget-reset changes them)",
+            self.name,
+            describe(stored),
+            describe(&self.settings)
+        )
     }
 
     /// A run's first attempt: deposit the ratio. Returns the tokens after.
@@ -202,13 +208,20 @@ impl Budget {
     }
 
     /// `--budget-status`: tokens, settings, totals and where it is kept.
+    /// Only read: a missing bucket is shown as a new one would start, and
+    /// nothing is written (a read-only state directory will do).
     pub(crate) fn status(&self) -> Result<String> {
-        let ((tokens, bucket), warnings) = self.update(Patience::default(), |bucket| {
-            // Looking changes nothing but a new bucket's creation.
-            (bucket.tokens_at(now_ms()), bucket.clone())
-        })?;
+        let now = now_ms();
+        let read = read_record::<StoredBudget, _>(&*self.store, &self.name)?;
+        let bucket = read
+            .state
+            .0
+            .unwrap_or_else(|| BucketState::new(self.settings, now));
+        let tokens = bucket.tokens_at(now);
+        let mismatch = (self.explicit && bucket.settings != self.settings)
+            .then(|| self.mismatch(&bucket.settings));
         let mut text = String::new();
-        for warning in warnings {
+        for warning in read.warning.into_iter().chain(mismatch) {
             text.push_str(&format!("warning: {warning}\n"));
         }
         text.push_str(&format!(

@@ -35,13 +35,38 @@ impl Phase {
     }
 }
 
-/// Who runs the half-open probe, and until when the claim holds.
+/// Who runs the half-open probe, and until when the claim holds. The
+/// host name alone does not name a machine (containers and sandboxes share
+/// the host's), nor a pid a process: where they are known, the boot, the
+/// PID namespace and the process's start time say where the pid means
+/// what it meant to the probe (see `liveness`). Absent in states written
+/// before they were kept, and where the system has no such names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Probe {
     pub(crate) host: String,
     pub(crate) pid: u32,
     pub(crate) started_ms: u64,
     pub(crate) lease_until_ms: u64,
+    /// The machine's boot (Linux: `boot_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) boot_id: Option<String>,
+    /// The PID namespace `pid` is counted in (the inode naming it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pid_ns: Option<u64>,
+    /// The process's start time, in the system's units since boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) start: Option<u64>,
+}
+
+impl Probe {
+    /// The same process: the same host, pid, and whatever else both name.
+    pub(crate) fn same_process(&self, other: &Probe) -> bool {
+        self.host == other.host
+            && self.pid == other.pid
+            && self.boot_id == other.boot_id
+            && self.pid_ns == other.pid_ns
+            && self.start == other.start
+    }
 }
 
 /// What is stored per circuit.
@@ -136,6 +161,12 @@ impl CircuitState {
             }
             if probe.host.len() > 255 || probe.host.chars().any(char::is_control) {
                 return Err("probe.host is no host name".into());
+            }
+            let boot_id_plain = |id: &String| {
+                id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+            };
+            if !probe.boot_id.as_ref().is_none_or(boot_id_plain) {
+                return Err("probe.boot_id is no boot id".into());
             }
         }
         Ok(())
@@ -249,11 +280,7 @@ fn claim_probe(
 }
 
 fn holds_probe(state: &CircuitState, me: &Probe) -> bool {
-    state.phase == Phase::HalfOpen
-        && state
-            .probe
-            .as_ref()
-            .is_some_and(|p| p.host == me.host && p.pid == me.pid)
+    state.phase == Phase::HalfOpen && state.probe.as_ref().is_some_and(|p| p.same_process(me))
 }
 
 /// Record how an admitted run ended.
@@ -338,6 +365,9 @@ mod tests {
             pid,
             started_ms: 0,
             lease_until_ms: 0,
+            boot_id: None,
+            pid_ns: None,
+            start: None,
         }
     }
 
@@ -485,6 +515,9 @@ mod tests {
                 pid,
                 started_ms: 0,
                 lease_until_ms: lease,
+                boot_id: None,
+                pid_ns: None,
+                start: None,
             }),
             ..opened()
         };
@@ -528,6 +561,9 @@ mod tests {
                 pid: 7,
                 started_ms: now + years,
                 lease_until_ms: now + years + lease,
+                boot_id: None,
+                pid_ns: None,
+                start: None,
             }),
             ..CircuitState::default()
         };

@@ -8,13 +8,14 @@
 //! `crate::state`'s. This module ties them to a run.
 
 pub(crate) mod breaker;
+mod liveness;
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::Result;
 
-use crate::state::store::{Kind, Patience, Record, Store, Updated, update_record};
-use crate::state::{StateConfig, now_ms, open_store};
+use crate::state::store::{Kind, Patience, Record, Store, Updated, read_record, update_record};
+use crate::state::{Access, StateConfig, now_ms, open_store};
 use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings, StoredSettings};
 
 /// Circuits: `NAME.json`, `retry:circuit:NAME`.
@@ -125,6 +126,9 @@ impl Circuit {
                 pid: std::process::id(),
                 started_ms: 0,
                 lease_until_ms: 0,
+                boot_id: crate::sys::machine::boot_id(),
+                pid_ns: crate::sys::machine::pid_namespace(),
+                start: crate::sys::machine::own_start(),
             },
         }
     }
@@ -132,11 +136,14 @@ impl Circuit {
     pub(crate) fn admit(&self) -> Result<Decision> {
         let mut admission = Admission::Run;
         let (settings, me) = (&self.settings, &self.me);
-        let store = &self.store;
+        let eyes = liveness::Eyes {
+            here: crate::sys::machine::look_for,
+            into: crate::sys::machine::look_into,
+        };
         // Nothing has run yet: a signal to retry ends the wait at once.
-        let updated = update_record(&**store, &self.name, Patience::SIGNALS, &mut |state| {
+        let updated = update_record(&*self.store, &self.name, Patience::SIGNALS, &mut |state| {
             admission = breaker::admit(state, settings, now_ms(), me, |probe| {
-                store.probe_alive(&probe.host, probe.pid, &me.host)
+                liveness::probe_alive(probe, me, &eyes)
             });
         })?;
         Ok(Decision {
@@ -167,9 +174,10 @@ impl Circuit {
         Ok(updated.warning)
     }
 
-    /// `--circuit-status`: the state, failures, and until when.
+    /// `--circuit-status`: the state, failures, and until when. Only read:
+    /// a corrupt state is reported, and left for the next run to replace.
     pub(crate) fn status(&self) -> Result<String> {
-        let updated = self.store.update(&self.name, &mut |_| {})?;
+        let updated = read_record::<CircuitState, _>(&*self.store, &self.name)?;
         let state = updated.state;
         let now = now_ms();
         let mut text = String::new();
@@ -255,14 +263,14 @@ impl Circuit {
     }
 }
 
-/// Open circuit `config` names, in its store.
-pub(crate) fn open(config: &CircuitConfig) -> Result<Circuit> {
+/// Open circuit `config` names, in its store, for `access`.
+pub(crate) fn open(config: &CircuitConfig, access: Access) -> Result<Circuit> {
     // Long enough to outlive any cooldown and probe lease: what expires is
     // a circuit nobody has used for that long.
     let settings = &config.settings;
     let ttl = (settings.max_cooldown + settings.probe_lease)
         .saturating_mul(4)
         .max(Duration::from_secs(24 * 3600));
-    let store = open_store(&config.state, ttl)?;
+    let store = open_store(&config.state, ttl, access)?;
     Ok(Circuit::new(&config.name, store, config.settings))
 }

@@ -223,7 +223,7 @@ pub(crate) struct Cli {
     pub(crate) reset_after: Option<Duration>,
 
     // ---- Reporting ----
-    /// Only retry's own errors; nothing per attempt
+    /// Only retry's own errors, and warnings about settings not taken as given or a circuit or budget store that cannot be used; nothing per attempt
     #[arg(short = 'q', long, conflicts_with = "verbose", help_heading = REPORTING)]
     pub(crate) quiet: bool,
 

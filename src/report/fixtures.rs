@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::time::{Duration, SystemTime};
 
-use super::{AttemptRecord, DoneRecord, SleepRecord};
+use super::{AttemptRecord, DoneRecord, InForce, SleepRecord};
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
 
@@ -64,5 +64,6 @@ pub(crate) fn done_record(outcome: RunOutcome, attempts: u64) -> DoneRecord {
         until_failure: false,
         successes: u64::from(outcome == RunOutcome::Success),
         command_exit_code: Some(code),
+        in_force: InForce::default(),
     }
 }

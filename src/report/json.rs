@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, Verbosity};
+use super::{AttemptRecord, DoneRecord, Guard, Sink, SleepRecord, Verbosity};
 use crate::outcome::RunOutcome;
 use crate::process::Ending;
 
@@ -65,8 +65,12 @@ impl<W: Write> Sink for JsonSink<W> {
 
     fn warning(&mut self, kind: &str, message: &str) {
         if !self.quiet() {
-            self.event(json!({"event": "warning", "kind": kind, "message": message}));
+            self.lasting_warning(kind, message);
         }
+    }
+
+    fn lasting_warning(&mut self, kind: &str, message: &str) {
+        self.event(json!({"event": "warning", "kind": kind, "message": message}));
     }
 
     fn policy(&mut self, description: &str) {
@@ -147,10 +151,13 @@ impl<W: Write> Sink for JsonSink<W> {
         }));
     }
 
-    /// With `-q`, only a run that did not succeed.
+    /// With `-q`, only a run that did not succeed, or that went without
+    /// its circuit or budget. `circuit_in_force` and `budget_in_force`
+    /// appear with `--circuit` and `--budget`.
     fn done(&mut self, record: &DoneRecord) {
-        if !self.quiet() || record.outcome != RunOutcome::Success {
-            self.event(json!({
+        let noteworthy = record.outcome != RunOutcome::Success || record.in_force.any_lost();
+        if !self.quiet() || noteworthy {
+            let mut event = json!({
                 "event": "done",
                 "outcome": record.outcome.as_str(),
                 "attempts": record.attempts,
@@ -160,7 +167,16 @@ impl<W: Write> Sink for JsonSink<W> {
                 "signal": record.signal,
                 "successes": record.successes,
                 "command_exit_code": record.command_exit_code,
-            }));
+            });
+            for guard in [Guard::Circuit, Guard::Budget] {
+                if let (Some(guarded), Value::Object(fields)) =
+                    (record.in_force.get(guard), &mut event)
+                {
+                    let field = format!("{}_in_force", guard.as_str());
+                    fields.insert(field, Value::from(guarded.in_force));
+                }
+            }
+            self.event(event);
         }
     }
 

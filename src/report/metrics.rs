@@ -14,6 +14,7 @@ use rustix::io::Errno;
 
 use crate::outcome::RunOutcome;
 use crate::outcome::RunSummary;
+use crate::report::{Guard, InForce};
 use crate::safe_fs;
 
 /// Escape a label value: backslash, double quote and newline.
@@ -96,6 +97,31 @@ pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> Str
         "When the last run ended, in seconds since the Unix epoch.",
         &one(format!("{ended:.3}")),
     );
+    text
+}
+
+/// The lines that say whether `--circuit` and `--budget` were in force
+/// (a store that cannot be used lets the run go on without them), for the
+/// guards the run was given: `retry_circuit_in_force{name="job",circuit="api"} 1`.
+/// Appended to [`render`]'s text.
+pub(crate) fn render_in_force(name: &str, in_force: &InForce) -> String {
+    let name = label(name);
+    let mut text = String::new();
+    for guard in [Guard::Circuit, Guard::Budget] {
+        let Some(guarded) = in_force.get(guard) else {
+            continue;
+        };
+        let word = guard.as_str();
+        let metric = format!("retry_{word}_in_force");
+        text.push_str(&format!(
+            "# HELP {metric} 1 if the last run's --{word} was in force throughout; 0 if its store could not be used and the run went on without it.\n# TYPE {metric} gauge\n"
+        ));
+        text.push_str(&format!(
+            "{metric}{{name=\"{name}\",{word}=\"{}\"}} {}\n",
+            label(&guarded.name),
+            u8::from(guarded.in_force)
+        ));
+    }
     text
 }
 
@@ -329,5 +355,24 @@ mod tests {
             )),
             "{err}"
         );
+    }
+
+    #[test]
+    fn guards_not_in_force_are_metrics_too() {
+        assert_eq!(render_in_force("job", &InForce::default()), "");
+        let mut in_force = InForce::default();
+        in_force.given(Guard::Circuit, "api");
+        in_force.given(Guard::Budget, "b\"x");
+        in_force.lost(Guard::Budget);
+        let text = render_in_force("job", &in_force);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                r#"retry_circuit_in_force{name="job",circuit="api"} 1"#,
+                r#"retry_budget_in_force{name="job",budget="b\"x"} 0"#,
+            ]
+        );
+        assert!(text.contains("# TYPE retry_budget_in_force gauge\n"));
     }
 }

@@ -15,6 +15,7 @@
 //! is dropped. Imports nothing from `run`, `cli` or `app`.
 
 mod ci;
+mod in_force;
 mod json;
 pub(crate) mod metrics;
 mod out;
@@ -31,6 +32,7 @@ use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
 use crate::process::Ending;
 use ci::{Ci, Folds};
+pub(crate) use in_force::{Guard, InForce};
 use json::JsonSink;
 use out::{LogFile, Out, Stderr};
 use steps::{StepFiles, Steps};
@@ -173,6 +175,8 @@ pub(crate) struct DoneRecord {
     /// for a signal): retry's own differs under `--give-up-exit`. `None`:
     /// no attempt ran.
     pub(crate) command_exit_code: Option<i32>,
+    /// Whether `--circuit` and `--budget` were in force.
+    pub(crate) in_force: InForce,
 }
 
 /// `3/5`, or `3` when attempts are unlimited.
@@ -189,6 +193,10 @@ fn of_attempts(attempt: u64, max: Option<u64>) -> String {
 trait Sink {
     fn error(&mut self, _message: &str) {}
     fn warning(&mut self, _kind: &str, _message: &str) {}
+    /// A warning `-q` does not silence; by default, as any other.
+    fn lasting_warning(&mut self, kind: &str, message: &str) {
+        self.warning(kind, message);
+    }
     fn policy(&mut self, _description: &str) {}
     fn budget(&mut self, _name: &str, _op: &str, _tokens: f64, _took: Duration) {}
     fn attempt_start(&mut self, _attempt: u64, _max_attempts: Option<u64>, _command: &str) {}
@@ -211,6 +219,8 @@ pub(crate) struct Reporter {
     /// Text or JSON.
     lines: Box<dyn Sink>,
     stderr: Stderr,
+    /// Whether the run's circuit and budget were in force.
+    in_force: InForce,
 }
 
 impl Reporter {
@@ -249,6 +259,7 @@ impl Reporter {
             steps: (!files.is_empty()).then(|| Steps::new(files.clone())),
             lines,
             stderr,
+            in_force: InForce::default(),
         })
     }
 
@@ -298,6 +309,31 @@ impl Reporter {
 
     pub(crate) fn warning(&mut self, kind: &str, message: &str) {
         self.each(|sink| sink.warning(kind, message));
+    }
+
+    /// A warning that `-q` does not silence: a setting that does not take
+    /// effect as given (configuration), a circuit or budget store that
+    /// cannot be used, a record of theirs that was lost.
+    pub(crate) fn lasting_warning(&mut self, kind: &str, message: &str) {
+        self.each(|sink| sink.lasting_warning(kind, message));
+    }
+
+    /// The run is given `guard` (`--circuit`, `--budget`) named `name`.
+    pub(crate) fn guarded_by(&mut self, guard: Guard, name: &str) {
+        self.in_force.given(guard, name);
+    }
+
+    /// `guard`'s store cannot be used: say so (also under `-q`), and the
+    /// run goes on without it, which its `done` event and the metrics file
+    /// say too.
+    pub(crate) fn guard_lost(&mut self, guard: Guard, message: &str) {
+        self.in_force.lost(guard);
+        self.lasting_warning(guard.as_str(), message);
+    }
+
+    /// Whether the run's circuit and budget were in force, so far.
+    pub(crate) fn in_force(&self) -> &InForce {
+        &self.in_force
     }
 
     /// `-v`: the policy at start.

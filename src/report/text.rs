@@ -191,10 +191,13 @@ impl<W: Write> Sink for TextSink<W> {
         self.notable(FAILURE, &text, Level::Error, "retry", message);
     }
 
-    fn warning(&mut self, _kind: &str, message: &str) {
-        if self.quiet() {
-            return;
+    fn warning(&mut self, kind: &str, message: &str) {
+        if !self.quiet() {
+            self.lasting_warning(kind, message);
         }
+    }
+
+    fn lasting_warning(&mut self, _kind: &str, message: &str) {
         let text = format!("warning: {message}");
         self.notable(WARNING, &text, Level::Warning, "retry", message);
     }

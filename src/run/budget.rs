@@ -10,7 +10,7 @@ use crate::budget::Withdrawal;
 use crate::policy::classify::Class;
 use crate::policy::decision::{self, Done};
 use crate::process::signals::{self, SignalEvents};
-use crate::report::Reporter;
+use crate::report::{Guard, Reporter};
 use crate::state::store::{Interrupted, Patience};
 
 impl Run<'_> {
@@ -32,7 +32,7 @@ impl Run<'_> {
         match budget.deposit(self.patience()) {
             Ok((tokens, warnings)) => {
                 for warning in warnings {
-                    reporter.warning("budget", &warning);
+                    reporter.lasting_warning("budget", &warning);
                 }
                 reporter.budget(&budget.name, "deposit", tokens, started.elapsed());
             }
@@ -76,7 +76,7 @@ impl Run<'_> {
         match asked {
             Ok((withdrawal, warnings)) => {
                 for warning in warnings {
-                    reporter.warning("budget", &warning);
+                    reporter.lasting_warning("budget", &warning);
                 }
                 let took = started.elapsed();
                 match withdrawal {
@@ -96,15 +96,17 @@ impl Run<'_> {
         }
     }
 
-    /// The budget's store failed: say so once; retries go ahead. (Not for
-    /// a wait a signal cut short: the run ends on that signal.)
+    /// The budget's store failed: say so once (also under `-q`); retries
+    /// go ahead, without the budget for the rest of the run, as the `done`
+    /// event says. (Not for a wait a signal cut short: the run ends on
+    /// that signal.)
     fn budget_failed(&mut self, err: &anyhow::Error, reporter: &mut Reporter) {
         if err.is::<Interrupted>() {
             return;
         }
         if let Some(budget) = self.state.budget.take() {
-            reporter.warning(
-                "budget",
+            reporter.guard_lost(
+                Guard::Budget,
                 &format!(
                     "retry budget {}: {err:#}; retrying as if it allowed",
                     budget.name

@@ -168,6 +168,7 @@ pub(crate) fn run(
         until_failure: config.hooks.until_failure,
         successes: in_a_row,
         command_exit_code: last_ending.as_ref().map(|e| e.exit_status().as_number()),
+        in_force: reporter.in_force().clone(),
     });
     Ok(RunSummary {
         status,

@@ -114,8 +114,9 @@ impl<'a> Run<'a> {
                 reporter.policy(&line);
             }
         }
+        // Settings that do not take effect as given: said also under -q.
         for warning in &config.warnings {
-            reporter.warning("policy", warning);
+            reporter.lasting_warning("policy", warning);
         }
         if let Some(warning) = self.files.hint.missing() {
             reporter.warning("hint", &warning);

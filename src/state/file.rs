@@ -26,6 +26,7 @@
 //!   the next update, which holds the lock and so knows that no writer of
 //!   that record is still at work.
 
+mod absent;
 mod dir;
 
 use std::ffi::{OsStr, OsString};
@@ -151,6 +152,23 @@ impl FileStore {
             timeout,
             unnamed: true,
         })
+    }
+
+    /// Use `dir` only to read records ([`Store::read_blob`]): checked as
+    /// for [`FileStore::open`], but nothing is made and no lock is taken,
+    /// so a read-only directory (or file system) will do. A missing
+    /// directory holds no records.
+    pub(crate) fn open_to_read(dir: &Path, timeout: Duration) -> Result<Box<dyn Store>> {
+        match dir::open_existing(dir) {
+            Ok(fd) => Ok(Box::new(FileStore {
+                dir: dir.to_path_buf(),
+                fd,
+                timeout,
+                unnamed: true,
+            })),
+            Err(err) if err.is::<dir::NotThere>() => Ok(Box::new(absent::AbsentDir::new(dir))),
+            Err(err) => Err(err),
+        }
     }
 
     /// What stands at `file` when it is not a regular file (not following
@@ -391,6 +409,12 @@ impl Store for FileStore {
             self.store(&names, &text)?;
         }
         Ok(())
+    }
+
+    /// Without the lock: every write replaces the file by a rename, so a
+    /// read sees the old record or the new one, never half of one.
+    fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
+        Ok(self.load(&Names::new(kind, name)))
     }
 
     fn location(&self, kind: &Kind, name: &str) -> String {

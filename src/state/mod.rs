@@ -96,10 +96,27 @@ fn state_dir_in_home(home: &Path) -> Option<PathBuf> {
     usable.then_some(dir)
 }
 
-/// Open the store `state` names; `ttl` is how long Redis keeps a record
-/// nobody touches.
-pub(crate) fn open_store(state: &StateConfig, ttl: Duration) -> Result<Box<dyn Store>> {
+/// What a store is opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Runs and resets: records are updated (a state directory is made if
+    /// missing, and locked for each update).
+    Update,
+    /// `--circuit-status`, `--budget-status`: records are only read, so
+    /// nothing is made, locked or written (a read-only state directory
+    /// will do).
+    Read,
+}
+
+/// Open the store `state` names, for `access`; `ttl` is how long Redis
+/// keeps a record nobody touches.
+pub(crate) fn open_store(
+    state: &StateConfig,
+    ttl: Duration,
+    access: Access,
+) -> Result<Box<dyn Store>> {
     if let Some(url) = &state.url {
+        // Reads are plain reads there already (see `Store::read_blob`).
         let store = redis::RedisStore::open(url, state.timeout, ttl)?;
         return Ok(Box::new(store.trusting(state.ca.clone())));
     }
@@ -107,7 +124,10 @@ pub(crate) fn open_store(state: &StateConfig, ttl: Duration) -> Result<Box<dyn S
         Some(dir) => dir.clone(),
         None => default_state_dir(),
     };
-    Ok(Box::new(file::FileStore::open(&dir, state.timeout)?))
+    match access {
+        Access::Update => Ok(Box::new(file::FileStore::open(&dir, state.timeout)?)),
+        Access::Read => file::FileStore::open_to_read(&dir, state.timeout),
+    }
 }
 
 /// A Redis URL the store could use: checked while the configuration is

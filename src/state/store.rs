@@ -42,7 +42,7 @@ pub(crate) struct Kind {
 }
 
 /// What a store found under a name, before any decoding.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Loaded {
     /// Nothing stored yet.
     Missing,
@@ -138,27 +138,25 @@ pub(crate) trait Store {
         change: &mut Change<'_>,
     ) -> Result<()>;
 
+    /// Read record `name` of `kind` as it is, writing nothing, not even a
+    /// lock: `--circuit-status` and `--budget-status` work on a read-only
+    /// state directory or a read-only Redis replica. By default, an update
+    /// that stores nothing (Redis: `WATCH` and reads, no `MULTI`).
+    fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
+        let mut found = None;
+        self.update_blob(kind, name, Patience::default(), &mut |loaded| {
+            found = Some(loaded.clone());
+            Ok(None)
+        })?;
+        found.context("the store never read the record")
+    }
+
     /// For messages about the record's content: "/dir/NAME.json", "Redis
     /// key retry:circuit:NAME".
     fn location(&self, kind: &Kind, name: &str) -> String;
 
     /// For `--circuit-status` and the like: where record `name` is kept.
     fn describe_record(&self, kind: &Kind, name: &str) -> String;
-
-    /// Whether a probe held by `pid` on `host` may still be running. Stores
-    /// on one machine can look; shared ones trust the lease.
-    fn probe_alive(&self, host: &str, pid: u32, my_host: &str) -> bool {
-        if host != my_host {
-            return true;
-        }
-        // A pid that is no process id (0, or past i32::MAX, which would
-        // name a process group) is a dead probe, not a reason to panic.
-        i32::try_from(pid)
-            .ok()
-            .filter(|&pid| pid > 0)
-            .and_then(rustix::process::Pid::from_raw)
-            .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
-    }
 }
 
 /// A typed record kept in the stores.
@@ -211,6 +209,19 @@ pub(crate) fn update_record<R: Record, S: Store + ?Sized>(
         Ok(replace)
     })?;
     outcome.context("the store never read the record")
+}
+
+/// Read record `name` of type `R` without changing it (see
+/// [`Store::read_blob`]); what is unusable is the record's default, with
+/// a warning, as for an update, but is left as it is.
+pub(crate) fn read_record<R: Record, S: Store + ?Sized>(
+    store: &S,
+    name: &str,
+) -> Result<Updated<R>> {
+    let kind = R::KIND;
+    let loaded = store.read_blob(&kind, name)?;
+    let (state, warning) = interpret::<R, S>(store, &kind, name, &loaded);
+    Ok(Updated { state, warning })
 }
 
 fn interpret<R: Record, S: Store + ?Sized>(
@@ -524,6 +535,9 @@ mod tests {
                             pid,
                             started_ms,
                             lease_until_ms,
+                            boot_id: None,
+                            pid_ns: None,
+                            start: None,
                         }),
                         updated_ms,
                         settings: None,
@@ -586,6 +600,9 @@ mod tests {
                 pid: 1,
                 started_ms: 0,
                 lease_until_ms: 0,
+                boot_id: None,
+                pid_ns: None,
+                start: None,
             };
             for now in [0, 1, crate::state::now_ms(), breaker::LATEST_MS, u64::MAX] {
                 for result in [RunResult::Success, RunResult::Failure, RunResult::Aborted] {

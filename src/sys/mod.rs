@@ -12,6 +12,7 @@
 pub(crate) mod fd;
 pub(crate) mod fs;
 pub(crate) mod handoff;
+pub(crate) mod machine;
 pub(crate) mod process;
 pub(crate) mod signal;
 pub(crate) mod spawn;

@@ -586,3 +586,213 @@ fn a_held_lock_gives_a_warning_within_the_state_timeout() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// A circuit whose cooldown is over: the next run probes.
+pub(crate) fn cooldown_over() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    serde_json::json!({
+        "phase": "open", "failures": 3, "open_until_ms": now - 1000,
+        "cooldown_ms": 60_000, "probe": null, "updated_ms": now - 61_000
+    })
+    .to_string()
+}
+
+/// Whether a PID namespace of our own can be made here (`unshare --pid`,
+/// as root: a user namespace would show the directories above a state
+/// directory as nobody's, which the store refuses).
+pub(crate) fn pid_namespaces_work(test: &str) -> bool {
+    if !is_root() {
+        eprintln!("{test}: skipped, a PID namespace of our own (unshare --pid) needs root here");
+        return false;
+    }
+    let made = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("{test}: skipped, unshare --pid --fork is refused here");
+    }
+    made
+}
+
+/// Circuit `name` in the store `store` names (its cooldown over): a run
+/// here takes the probe, and a run in a PID namespace of its own, which
+/// cannot see the probe's process, must not take it for gone.
+pub(crate) fn one_probe_across_pid_namespaces(store: &[&str], name: &str) {
+    let dir = state_dir();
+    let started = dir.path().join("started");
+    let body = format!("touch '{}'; sleep 3", started.display());
+    let mut probe = retry_std()
+        .args(circuit_args(name))
+        .args(store)
+        .args(["--", "sh", "-c", &body])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(20));
+    // The same binary, in a PID namespace of its own: the probe's pid is
+    // no process there, or another one.
+    let inside = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", BIN])
+        .args(circuit_args(name))
+        .args(store)
+        .args(["--", "echo", "second probe"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&inside.stderr);
+    assert_eq!(inside.status.code(), Some(75), "{stderr}");
+    assert!(stderr.contains("another run is probing it"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&inside.stdout), "");
+    assert_eq!(probe.wait().unwrap().code(), Some(0));
+    // The probe closed the circuit: the next run goes ahead.
+    retry()
+        .args(circuit_args(name))
+        .args(store)
+        .args(["--", "true"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn a_probe_in_another_pid_namespace_keeps_its_claim_until_its_lease_ends() {
+    // Two runs on one host name, sharing a store, in two PID namespaces (a
+    // sandbox, a host-network container).
+    if !pid_namespaces_work("a_probe_in_another_pid_namespace_keeps_its_claim_until_its_lease_ends")
+    {
+        return;
+    }
+    let dir = state_dir();
+    std::fs::write(dir.path().join("pidns.json"), cooldown_over()).unwrap();
+    let state = dir.path().to_str().unwrap();
+    one_probe_across_pid_namespaces(&["--state-dir", state], "pidns");
+}
+
+#[test]
+fn a_probe_that_was_pid_1_of_a_container_that_ended_is_gone_for_the_host() {
+    // Seen from the host's PID namespace (the initial one), a container's
+    // processes are visible: its probe is judged there, and our own pid 1
+    // (init) is not taken for it.
+    let test = "a_probe_that_was_pid_1_of_a_container_that_ended_is_gone_for_the_host";
+    if !pid_namespaces_work(test) {
+        return;
+    }
+    let namespace =
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata("/proc/self/ns/pid").unwrap());
+    if namespace != 0xEFFF_FFFC {
+        eprintln!("{test}: skipped, the tests do not run in the initial PID namespace");
+        return;
+    }
+    let dir = state_dir();
+    std::fs::write(dir.path().join("pid-one.json"), cooldown_over()).unwrap();
+    let started = dir.path().join("started");
+    let body = format!("touch '{}'; sleep 60", started.display());
+    // The probe is pid 1 of its namespace; killing unshare kills it, and
+    // with it the namespace.
+    let mut container = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", BIN])
+        .args(circuit_args("pid-one"))
+        .arg("--state-dir")
+        .arg(dir.path())
+        .args(["--", "sh", "-c", &body])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(20));
+    let state = std::fs::read_to_string(dir.path().join("pid-one.json")).unwrap();
+    assert!(state.contains("\"pid\": 1,"), "{state}");
+    // While it runs, it is seen running.
+    circuit(dir.path(), "pid-one")
+        .args(["--", "true"])
+        .assert()
+        .code(75)
+        .stderr(predicate::str::contains("another run is probing it"));
+    send_signal(container.id(), "KILL");
+    let _ = container.wait();
+    let ended = Instant::now();
+    loop {
+        let out = circuit(dir.path(), "pid-one")
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        if out.status.code() == Some(0) {
+            break;
+        }
+        // The namespace ends a moment after its pid 1 is killed.
+        assert!(
+            ended.elapsed() < Duration::from_secs(10),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Field 22 of `/proc/PID/stat`: the start time, in clock ticks since boot.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_probe_whose_pid_now_names_another_process_loses_its_claim() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = state_dir();
+    // A process that is not the probe holds the probe's pid.
+    let mut other = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = other.id();
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let namespace = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let claimed = |start: u64| {
+        serde_json::json!({
+            "phase": "half-open", "failures": 3, "open_until_ms": null,
+            "cooldown_ms": 60_000, "updated_ms": now,
+            "probe": {
+                "host": host, "pid": pid, "started_ms": now,
+                "lease_until_ms": now + 3_600_000,
+                "boot_id": boot.trim(), "pid_ns": namespace, "start": start
+            }
+        })
+        .to_string()
+    };
+    // The probe started at another time than the process with its pid.
+    let real = start_time(pid);
+    std::fs::write(dir.path().join("reused.json"), claimed(real + 1)).unwrap();
+    circuit(dir.path(), "reused")
+        .args(["--", "true"])
+        .assert()
+        .code(0);
+    // The same process (pid and start time): still probing.
+    std::fs::write(dir.path().join("reused.json"), claimed(real)).unwrap();
+    circuit(dir.path(), "reused")
+        .args(["--", "true"])
+        .assert()
+        .code(75)
+        .stderr(predicate::str::contains("another run is probing it"));
+    let _ = other.kill();
+    let _ = other.wait();
+    // Gone: the next run probes.
+    circuit(dir.path(), "reused")
+        .args(["--", "true"])
+        .assert()
+        .code(0);
+}

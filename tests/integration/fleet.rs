@@ -1077,3 +1077,109 @@ fn a_bad_state_ca_is_a_usage_error_naming_the_flag_or_the_variable() {
         .stdout("ran\n")
         .stderr(predicate::str::contains("running as if it were closed"));
 }
+
+#[test]
+fn one_probe_across_pid_namespaces_through_redis() {
+    if !crate::circuit::pid_namespaces_work("one_probe_across_pid_namespaces_through_redis") {
+        return;
+    }
+    let Some(redis) = Redis::shared() else {
+        return;
+    };
+    let key = "retry:circuit:fleet-pidns";
+    let set = resp_command(
+        redis.port,
+        &[
+            b"SET",
+            key.as_bytes(),
+            crate::circuit::cooldown_over().as_bytes(),
+        ],
+    );
+    assert_eq!(set, "+OK");
+    let url = redis.url();
+    crate::circuit::one_probe_across_pid_namespaces(&["--state-url", &url], "fleet-pidns");
+}
+
+#[test]
+fn status_through_redis_only_reads() {
+    // A user that may read and WATCH, and write nothing: the status needs
+    // no more, also for a corrupt value (left for a run to replace) and a
+    // budget nobody made yet.
+    let Some(redis) = Redis::start(None) else {
+        return;
+    };
+    let acl = redis
+        .command("ACL SETUSER reader on >secret ~retry:* +@read +watch +select +ping +auth")
+        .unwrap();
+    assert_eq!(acl, "+OK");
+    let corrupt = br#"{"phase":"op"#;
+    let set = resp_command(redis.port, &[b"SET", b"retry:circuit:read-only", corrupt]);
+    assert_eq!(set, "+OK");
+    let url = format!("redis://reader:secret@127.0.0.1:{}/0", redis.port);
+    let out = retry()
+        .args([
+            "--circuit",
+            "read-only",
+            "--state-url",
+            &url,
+            "--circuit-status",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("corrupt"), "{stdout}");
+    assert!(stdout.contains("circuit read-only: closed"), "{stdout}");
+    // Left as it was.
+    let kept = redis.command("STRLEN retry:circuit:read-only").unwrap();
+    assert_eq!(kept, format!(":{}", corrupt.len()));
+    let out = retry()
+        .args([
+            "--budget",
+            "read-only",
+            "--state-url",
+            &url,
+            "--budget-status",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("10 of 10 tokens"), "{stdout}");
+    assert_eq!(
+        redis.command("EXISTS retry:budget:read-only").unwrap(),
+        ":0"
+    );
+}
+
+#[test]
+fn an_unreachable_redis_is_said_under_quiet_and_in_done() {
+    let (out, events) = json_run(&[
+        "-q",
+        "--circuit",
+        "far",
+        "--budget",
+        "far",
+        "--state-url",
+        "redis://127.0.0.1:1/0",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "warning")
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["circuit", "budget"], "{events:?}");
+    let done: Vec<_> = events.iter().filter(|e| e["event"] == "done").collect();
+    assert_eq!(done.len(), 1, "{events:?}");
+    assert_eq!(done[0]["circuit_in_force"], false, "{events:?}");
+    assert_eq!(done[0]["budget_in_force"], false, "{events:?}");
+}

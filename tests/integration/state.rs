@@ -442,3 +442,291 @@ fn running_as_root() -> bool {
     std::fs::metadata("/proc/self")
         .is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0)
 }
+
+/// Makes `dir` read-only for the rest of the test: as root, whom modes do
+/// not stop, by remounting the small file system it is on read-only;
+/// otherwise by `chmod a-w`.
+fn make_read_only(dir: &std::path::Path, disk: Option<&SmallDisk>) {
+    match disk {
+        Some(disk) => {
+            let remounted = std::process::Command::new("mount")
+                .args(["-o", "remount,ro"])
+                .arg(&disk.path)
+                .status()
+                .unwrap();
+            assert!(remounted.success());
+        }
+        None => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).unwrap(),
+    }
+}
+
+#[test]
+fn status_of_a_read_only_state_directory_needs_no_write() {
+    let root = rustix::process::geteuid().is_root();
+    let disk = if root {
+        match SmallDisk::mount("1m", "status_of_a_read_only_state_directory_needs_no_write") {
+            Some(disk) => Some(disk),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let scratch = private_dir();
+    let base = disk
+        .as_ref()
+        .map_or(scratch.path(), |disk| disk.path.as_path());
+    let dir = base.join("state");
+    let state = |command: &mut assert_cmd::Command| {
+        command.arg("--state-dir").arg(&dir);
+    };
+    let mut run = retry();
+    state(&mut run);
+    run.args(circuit_args("ro"))
+        .args(["--budget", "ro", "--", "false"])
+        .assert()
+        .code(1);
+    let before = listing(&dir);
+    make_read_only(&dir, disk.as_ref());
+    let mut status = retry();
+    state(&mut status);
+    let out = status
+        .args(["--circuit", "ro", "--circuit-status"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("circuit ro: closed"), "{stdout}");
+    assert!(stdout.contains("failed runs in a row: 1"), "{stdout}");
+    assert_eq!(stderr, "");
+    let mut status = retry();
+    state(&mut status);
+    let out = status
+        .args(["--budget", "ro", "--budget-status"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("since created: 1 first attempts"),
+        "{stdout}"
+    );
+    assert_eq!(stderr, "");
+    assert_eq!(listing(&dir), before);
+    // A state directory not made yet is read as empty, and not made.
+    let missing = base.join("never");
+    let out = retry()
+        .arg("--state-dir")
+        .arg(&missing)
+        .args(["--circuit", "new", "--circuit-status"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("circuit new: closed"), "{stdout}");
+    assert!(stdout.contains("nothing stored yet"), "{stdout}");
+    assert!(!missing.exists());
+}
+
+/// The events of `kind` in `events`.
+fn of_kind<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+#[test]
+fn a_store_that_cannot_be_used_is_said_under_quiet_in_done_and_in_the_metrics() {
+    // A state directory anyone may write is refused: the job runs as if
+    // there were no circuit and no budget.
+    let dir = private_dir();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let metrics = dir.path().join("job.prom");
+    let (open_dir, metrics_file) = (open.to_str().unwrap(), metrics.to_str().unwrap());
+    let guarded = [
+        "--circuit",
+        "api",
+        "--budget",
+        "api",
+        "--name",
+        "job",
+        "--metrics-file",
+        metrics_file,
+    ];
+    let (out, events) = json_run(
+        &[
+            &["-q", "--state-dir", open_dir][..],
+            &guarded,
+            &["--", "true"],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let warnings = of_kind(&events, "warning");
+    let kinds: Vec<&str> = warnings
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["circuit", "budget"], "{events:?}");
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("running as if it were closed"),
+        "{events:?}"
+    );
+    // A success under -q still has its done event when a guard was off.
+    let done = of_kind(&events, "done");
+    assert_eq!(done.len(), 1, "{events:?}");
+    assert_eq!(done[0]["circuit_in_force"], false, "{events:?}");
+    assert_eq!(done[0]["budget_in_force"], false, "{events:?}");
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        text.contains("retry_circuit_in_force{name=\"job\",circuit=\"api\"} 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_budget_in_force{name=\"job\",budget=\"api\"} 0\n"),
+        "{text}"
+    );
+    // In text, -q keeps the warning too (cron mails it).
+    let out = retry()
+        .args([
+            "-q",
+            "--state-dir",
+            open_dir,
+            "--circuit",
+            "api",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("retry: warning: circuit api: state directory"),
+        "{stderr}"
+    );
+    // A usable store: in force, and a quiet success says nothing.
+    let good = dir.path().join("good");
+    let (out, events) = json_run(
+        &[
+            &["-q", "--state-dir", good.to_str().unwrap()][..],
+            &guarded,
+            &["--", "true"],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(events.is_empty(), "{events:?}");
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    assert!(
+        text.contains("retry_circuit_in_force{name=\"job\",circuit=\"api\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("retry_budget_in_force{name=\"job\",budget=\"api\"} 1\n"),
+        "{text}"
+    );
+    let (_, events) = json_run(&[
+        "--state-dir",
+        good.to_str().unwrap(),
+        "--budget",
+        "api",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        of_kind(&events, "done")[0]["budget_in_force"],
+        true,
+        "{events:?}"
+    );
+    assert!(
+        of_kind(&events, "done")[0]
+            .get("circuit_in_force")
+            .is_none(),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_budget_lost_during_the_run_is_said_under_quiet_and_in_done() {
+    let dir = private_dir();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Another process holds the budget's lock past --state-timeout.
+    let lock = state.join("budget@held.lock");
+    let mut holder = std::process::Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    let held = || {
+        !std::process::Command::new("flock")
+            .args(["-n"])
+            .arg(&lock)
+            .arg("true")
+            .status()
+            .unwrap()
+            .success()
+    };
+    let started = std::time::Instant::now();
+    while !held() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "flock never held the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (out, events) = json_run(&[
+        "-q",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--state-timeout",
+        "100ms",
+        "--budget",
+        "held",
+        "--",
+        "true",
+    ]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(out.status.code(), Some(0));
+    let warnings = of_kind(&events, "warning");
+    assert_eq!(warnings.len(), 1, "{events:?}");
+    assert_eq!(warnings[0]["kind"], "budget", "{events:?}");
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("retrying as if it allowed"),
+        "{events:?}"
+    );
+    assert_eq!(
+        of_kind(&events, "done")[0]["budget_in_force"],
+        false,
+        "{events:?}"
+    );
+}
+
+#[test]
+fn configuration_warnings_survive_quiet() {
+    let out = retry()
+        .args([
+            "-q", "-n", "1", "--delay", "5s", "--cap", "1s", "--", "true",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr.contains("warning: --delay 5s is longer than --cap 1s"),
+        "{stderr}"
+    );
+}

@@ -29,6 +29,30 @@ const MOST_LINKS: usize = 40;
 /// Open `path` (creating what is missing) as a state directory, checked
 /// as the module says; the descriptor is readable, for listing and fsync.
 pub(super) fn open_private(path: &Path) -> Result<OwnedFd> {
+    open_checked(path, true)
+}
+
+/// A state directory (or a directory on its way) that is not there, found
+/// by a walk that makes nothing ([`open_existing`]): nothing is stored yet.
+#[derive(Debug)]
+pub(super) struct NotThere;
+
+impl std::fmt::Display for NotThere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no such directory")
+    }
+}
+
+impl std::error::Error for NotThere {}
+
+/// Open `path` as a state directory, checked the same way, without making
+/// anything: for reading (`--circuit-status` on a read-only file system).
+/// A missing directory is the error [`NotThere`].
+pub(super) fn open_existing(path: &Path) -> Result<OwnedFd> {
+    open_checked(path, false)
+}
+
+fn open_checked(path: &Path, create: bool) -> Result<OwnedFd> {
     let uid = rustix::process::geteuid().as_raw();
     let shown = path.display();
     let absolute = if path.is_absolute() {
@@ -61,6 +85,7 @@ pub(super) fn open_private(path: &Path) -> Result<OwnedFd> {
         let here = parent_path.join(&part);
         let stat = match rustix::fs::statat(parent, &part, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => stat,
+            Err(Errno::NOENT) if !create => return Err(NotThere.into()),
             Err(Errno::NOENT) => {
                 match rustix::fs::mkdirat(parent, &part, Mode::from_raw_mode(0o700)) {
                     Ok(()) | Err(Errno::EXIST) => {}
