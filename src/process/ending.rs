@@ -14,6 +14,9 @@ pub(crate) enum ProcessEnd {
     NotStarted {
         status: u8,
         message: String,
+        /// Worth another try: the cause passes (a binary still being
+        /// written, ETXTBSY). Else retrying cannot help.
+        transient: bool,
     },
 }
 

@@ -146,13 +146,27 @@ fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
         }
         Some(libc::EACCES) => (126, format!("{name}: permission denied")),
         Some(libc::E2BIG) => (126, format!("{name}: argument list too long")),
-        Some(libc::ENOEXEC) => (126, format!("{name}: cannot execute (exec format error)")),
+        Some(libc::ENOEXEC) => (
+            126,
+            format!("{name}: cannot execute (exec format error: a binary for another system?)"),
+        ),
+        // The binary is still open for writing (being installed or built):
+        // that passes, so this one is retried.
+        Some(libc::ETXTBSY) => (
+            126,
+            format!("{name}: cannot execute (text file busy: still being written)"),
+        ),
         Some(libc::EAGAIN | libc::ENOMEM) => {
             (125, format!("{name}: cannot start a process: {err}"))
         }
         _ => (126, format!("{name}: cannot execute: {err}")),
     };
-    ProcessEnd::NotStarted { status, message }
+    let transient = err.raw_os_error() == Some(libc::ETXTBSY);
+    ProcessEnd::NotStarted {
+        status,
+        message,
+        transient,
+    }
 }
 
 impl Running {

@@ -25,6 +25,8 @@ use crate::sys::signal::TERMINATING;
 mod clone;
 #[cfg_attr(all(target_os = "linux", not(retry_posix)), allow(dead_code))]
 mod portable;
+// One exec for both: the PATH search, and `/bin/sh` for scripts only.
+mod exec;
 #[cfg(test)]
 mod tests;
 
