@@ -232,6 +232,9 @@ impl Running {
         let mut interrupted = None;
         let mut kill_at: Option<Instant> = None;
         let process = loop {
+            // Adopted orphans are reaped as they end, also while the
+            // attempt runs; the attempt itself is only looked at.
+            crate::sys::process::reap_ended_except(self.pid);
             if let Some(process) = self.peek_ending() {
                 break process;
             }

@@ -216,6 +216,43 @@ pub(crate) fn signal_if_same(pid: i32, start: u64, signal: Signal) {
     }
 }
 
+/// Reap every child of ours that has ended, except `keep` (a running
+/// attempt, whose pid must stay reserved for its group until retry is done
+/// with it); whether `keep` has ended (it is left unreaped). The others are
+/// the orphans retry adopted as a subreaper: reaped as they end, none
+/// lingers as a zombie, holding a pid against the user's process limit.
+/// Each is seen first without being reaped (`WNOWAIT`), so `keep` is never
+/// reaped by accident.
+pub(crate) fn reap_ended_except(keep: Pid) -> bool {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid buffer for waitid, which
+        // writes the child's status into it; si_pid is set for every
+        // status waitid reports, and stays 0 when none is (WNOHANG).
+        let (done, pid, code) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            let done = libc::waitid(libc::P_ALL, 0, &raw mut info, options);
+            (done, info.si_pid(), info.si_code)
+        };
+        if done != 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return false;
+        }
+        // No child has ended; or one is reported stopped (macOS's waitid
+        // does so even with WEXITED alone): look no further.
+        let ended = [libc::CLD_EXITED, libc::CLD_KILLED, libc::CLD_DUMPED].contains(&code);
+        if pid == 0 || !ended {
+            return false;
+        }
+        if pid == keep.as_raw_nonzero().get() {
+            return true;
+        }
+        let _ = rustix::process::waitpid(Pid::from_raw(pid), rustix::process::WaitOptions::NOHANG);
+    }
+}
+
 /// Become the reaper of what our children orphan, where the system can
 /// ([`ADOPTS_ORPHANS`]; elsewhere they go to init). A refusal (an old
 /// kernel) leaves orphans to init too: nothing else changes.

@@ -800,6 +800,38 @@ fn no_zombie_is_left_during_the_backoff() {
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (README, Platforms)"
+)]
+#[test]
+fn orphans_are_reaped_as_they_end_while_the_attempt_still_runs() {
+    let dir = scratch();
+    let count = dir.path().join("zombies");
+    // 300 double-forked helpers that end at once: each is orphaned to
+    // retry (a subreaper) and ends while the attempt runs on; the attempt
+    // then counts the zombies whose parent is retry.
+    let body = format!(
+        "i=0; while [ $i -lt 300 ]; do ( : & ); i=$((i+1)); done; sleep 1; \
+         cat /proc/[0-9]*/stat 2>/dev/null | awk -v p=$PPID '$3 == \"Z\" && $4 == p' \
+         | wc -l > '{}'",
+        count.display()
+    );
+    retry()
+        .args(["-n", "1", "--", "sh", "-c", &body])
+        .assert()
+        .success();
+    let zombies: usize = std::fs::read_to_string(&count)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        zombies < 10,
+        "{zombies} zombies of retry during the attempt"
+    );
+}
+
 #[test]
 fn the_child_gets_no_descriptor_of_retrys_own() {
     let descriptors = |runner: &str| -> Vec<String> {
