@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::util::*;
 
 /// The 64-byte header of an ELF executable for another architecture than
-/// this one (AArch64 here on x86_64, x86_64 elsewhere): the kernel refuses
+/// this one (`AArch64` here on `x86_64`, `x86_64` elsewhere): the kernel refuses
 /// it with ENOEXEC, as it would a real binary built for that machine.
 fn foreign_elf() -> Vec<u8> {
     let machine: u16 = if cfg!(target_arch = "x86_64") {
