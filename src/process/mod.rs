@@ -387,6 +387,13 @@ pub(crate) fn adopt_orphans() {
     crate::sys::process::adopt_orphans();
 }
 
+/// Whether the processes an attempt starts can be found apart from retry's
+/// group (the shared-group mode needs the process table: `/proc` on Linux).
+/// False in another PID namespace's `/proc`, or with none mounted.
+pub(crate) fn can_find_processes() -> bool {
+    crate::sys::process::table_readable()
+}
+
 /// Reap any adopted orphan that has exited (one that escaped its group with
 /// `setsid`, say). Only called between attempts, when no attempt is unreaped.
 pub(crate) fn reap_orphans() {

@@ -832,6 +832,60 @@ fn orphans_are_reaped_as_they_end_while_the_attempt_still_runs() {
     );
 }
 
+/// Run retry under `unshare ARGS`, `prefix` run first in the same shell;
+/// `None` when this machine cannot unshare (no privilege, no util-linux).
+fn unshared(unshare: &[&str], prefix: &str, args: &str) -> Option<std::process::Output> {
+    let probe = std::process::Command::new("unshare")
+        .args(unshare)
+        .args(["sh", "-c", prefix])
+        .output()
+        .ok()?;
+    if !probe.status.success() {
+        eprintln!("skipped: unshare {unshare:?} is not allowed here");
+        return None;
+    }
+    let body = format!("{prefix} && exec {BIN} {args}");
+    Some(
+        std::process::Command::new("unshare")
+            .args(unshare)
+            .args(["sh", "-c", &body])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn in_retrys_group_a_process_table_that_cannot_be_read_is_said_once() {
+    let args = "--foreground -n 2 -d 1ms -- sh -c 'exit 1'";
+    // A tmpfs over /proc, and a /proc of another PID namespace.
+    let cases = [
+        (&["-m"][..], "mount -t tmpfs none /proc"),
+        (&["-p", "-f"][..], "true"),
+    ];
+    for (unshare, prefix) in cases {
+        let Some(out) = unshared(unshare, prefix, args) else {
+            continue;
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{unshare:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("process table cannot be read").count(),
+            1,
+            "{unshare:?}: {stderr}"
+        );
+    }
+    // Where it can be read, or in a group of its own, nothing is said.
+    let quiet = unshared(&["-m"], "true", "-n 1 -- true");
+    if let Some(out) = quiet {
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 #[test]
 fn the_child_gets_no_descriptor_of_retrys_own() {
     let descriptors = |runner: &str| -> Vec<String> {
