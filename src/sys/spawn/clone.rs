@@ -51,17 +51,68 @@ const STACK_SIZE: usize = 64 * 1024;
 const GUARD_SIZE: usize = 64 * 1024;
 
 /// What the child is given: plain data, and the slot it reports into.
-struct ChildArgs<'a> {
+pub(super) struct ChildArgs<'a> {
     candidates: &'a [CString],
     argv: *mut *const libc::c_char,
     envp: *const *const libc::c_char,
-    stdio: [Option<RawFd>; 3],
+    pub(super) stdio: [Option<RawFd>; 3],
     own_group: bool,
     reset_ttin: bool,
     reset_ttou: bool,
-    parent: libc::pid_t,
+    /// The process the child must still have as its parent once it has
+    /// asked for the parent-death signal.
+    pub(super) parent: libc::pid_t,
     /// The errno of the step that failed; 0 when `execve` succeeded.
-    error: AtomicI32,
+    pub(super) error: AtomicI32,
+}
+
+impl<'a> ChildArgs<'a> {
+    pub(super) fn new(request: &Request<'_>, prepared: &'a mut Prepared) -> ChildArgs<'a> {
+        ChildArgs {
+            candidates: &prepared.candidates,
+            argv: prepared.argv.as_mut_ptr(),
+            envp: prepared.envp.as_ptr(),
+            stdio: request.stdio.map(|fd| fd.map(|fd| fd.as_raw_fd())),
+            own_group: request.own_group,
+            reset_ttin: request.reset_ttin,
+            reset_ttou: request.reset_ttou,
+            parent: rustix::process::getpid().as_raw_nonzero().get(),
+            error: AtomicI32::new(0),
+        }
+    }
+}
+
+/// Run `f` with the top of the child's stack, which no other spawn uses
+/// meanwhile (only the main thread spawns, but tests spawn from several
+/// threads). A poisoned lock still guards it.
+pub(super) fn with_stack<T>(f: impl FnOnce(*mut libc::c_void) -> T) -> io::Result<T> {
+    let mut stack = STACK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if stack.is_none() {
+        *stack = Some(Stack::map()?);
+    }
+    let top = stack.as_ref().map_or(std::ptr::null_mut(), Stack::top);
+    Ok(f(top))
+}
+
+/// Clone the child that runs `args` on the stack at `top`: its pid, or -1.
+///
+/// # Safety
+/// Every signal blocked in this thread; `top` from `with_stack`, whose
+/// lock is held until this returns (the parent is suspended until the
+/// child has exec'd or exited: `CLONE_VFORK`), and `args` alive as long.
+pub(super) unsafe fn clone_child(args: &ChildArgs<'_>, top: *mut libc::c_void) -> libc::pid_t {
+    // SAFETY: the caller's promise; `child_main` never returns into Rust
+    // code the parent runs.
+    unsafe {
+        libc::clone(
+            child_main,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw const *args).cast_mut().cast(),
+        )
+    }
 }
 
 /// The child's stack, mapped once and used by one spawn at a time.
@@ -110,48 +161,16 @@ impl Stack {
 /// itself, a step in the child, or the last `execve` that counts).
 pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
     let mut prepared = Prepared::new(request)?;
-    let args = ChildArgs {
-        candidates: &prepared.candidates,
-        argv: prepared.argv.as_mut_ptr(),
-        envp: prepared.envp.as_ptr(),
-        stdio: request.stdio.map(|fd| fd.map(|fd| fd.as_raw_fd())),
-        own_group: request.own_group,
-        reset_ttin: request.reset_ttin,
-        reset_ttou: request.reset_ttou,
-        parent: rustix::process::getpid().as_raw_nonzero().get(),
-        error: AtomicI32::new(0),
-    };
-    // One spawn at a time uses the stack (only the main thread spawns, but
-    // tests spawn from several threads). A poisoned lock still guards it.
-    let mut stack = STACK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if stack.is_none() {
-        *stack = Some(Stack::map()?);
-    }
-    let top = stack.as_ref().map_or(std::ptr::null_mut(), Stack::top);
-
-    // SAFETY: the whole signal mask of this thread is saved, replaced and
-    // restored; `clone` gets a function that never returns into Rust code
-    // the parent runs, its own stack (held by the lock until the child has
-    // exec'd or exited: CLONE_VFORK), and `args`, which outlives the child's
-    // use of it for the same reason.
-    let (pid, clone_error) = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
-        let pid = libc::clone(
-            child_main,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&raw const args).cast_mut().cast(),
-        );
-        let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
-        (pid, clone_error)
-    };
-    drop(stack);
+    let args = ChildArgs::new(request, &mut prepared);
+    let (pid, clone_error) = with_stack(|top| {
+        blocking_all(|| {
+            // SAFETY: every signal is blocked around the clone
+            // (`blocking_all`), on the stack `with_stack` lends, with
+            // `args` alive throughout.
+            let pid = unsafe { clone_child(&args, top) };
+            (pid, io::Error::last_os_error())
+        })
+    })?;
     if pid < 0 {
         return Err(clone_error);
     }
@@ -175,7 +194,23 @@ fn fail(args: &ChildArgs<'_>, errno: i32) -> ! {
     unsafe { libc::_exit(127) }
 }
 
-fn errno() -> i32 {
+/// Run `f` with every signal blocked in this thread (none of retry's
+/// handlers may run in a child on retry's memory), then restore the mask.
+pub(super) fn blocking_all<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: the whole signal mask of this thread is saved, replaced and
+    // restored; the sets are initialised before use.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        let result = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        result
+    }
+}
+
+pub(super) fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EINVAL)
