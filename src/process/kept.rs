@@ -5,7 +5,7 @@
 use std::os::fd::OwnedFd;
 
 use rustix::event::{PollFd, PollFlags};
-use rustix::process::{Pid, WaitOptions};
+use rustix::process::{Pid, WaitId, WaitIdOptions, WaitOptions};
 
 use super::ProcessEnd;
 use super::tree;
@@ -76,8 +76,12 @@ impl Keeper {
     pub(super) fn reap(&mut self) {
         // The byte says "let go"; the pipe's end alone would say that
         // retry died, and the keeper would end everything below it.
+        // (Not to a keeper that has exited already: nobody would read it.)
         if let Some(hold) = self.hold.take() {
-            let _ = rustix::io::write(&hold, b"x");
+            let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            if let Ok(None) = rustix::process::waitid(WaitId::Pid(self.pid), options) {
+                let _ = rustix::io::write(&hold, b"x");
+            }
         }
         while !self.reaped {
             match rustix::process::waitpid(Some(self.pid), WaitOptions::empty()) {
