@@ -283,3 +283,42 @@ fn the_child_gets_its_own_group_default_signals_and_an_empty_mask() {
         assert_eq!(mask & (1 << (libc::SIGPIPE - 1)), 0, "{name}: {text}");
     }
 }
+
+/// The keeper: the command's pid comes back, then its wait status on the
+/// report pipe; a command that cannot start comes back as its errno, the
+/// keeper reaped.
+#[cfg(all(target_os = "linux", not(retry_posix)))]
+#[test]
+fn a_kept_command_reports_its_status_and_a_failed_start_its_errno() {
+    let request = |program| Request {
+        program,
+        args: &[],
+        env: &[],
+        stdio: [None, None, None],
+        own_group: false,
+        reset_ttin: true,
+        reset_ttou: true,
+    };
+    let missing = super::start_kept(&request(os("/nonexistent/x"))).unwrap();
+    assert_eq!(
+        missing.err().and_then(|e| e.raw_os_error()),
+        Some(libc::ENOENT)
+    );
+
+    let kept = super::start_kept(&request(os("/bin/false")))
+        .unwrap()
+        .unwrap();
+    let mut word = [0u8; 4];
+    assert_eq!(rustix::io::read(&kept.report, &mut word).unwrap(), 4);
+    let status = i32::from_ne_bytes(word);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1,
+        "{status}"
+    );
+    // Nothing was left below it: the keeper has gone by itself.
+    let (pid, _) = rustix::process::waitpid(Some(kept.keeper), WaitOptions::empty())
+        .unwrap()
+        .unwrap();
+    assert_eq!(pid, kept.keeper);
+    assert_ne!(kept.child, kept.keeper);
+}
