@@ -234,8 +234,12 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
         }
     }
 
-    // 5. Not found, not executable: deterministic, retrying cannot help.
-    if let ProcessEnd::NotStarted { .. } = ending.process {
+    // 5. Not found, not executable: deterministic, retrying cannot help;
+    // but a binary still being written (ETXTBSY) will be done.
+    if let ProcessEnd::NotStarted {
+        transient: false, ..
+    } = ending.process
+    {
         return (verdict(Class::Permanent, what), false);
     }
     // 7.
@@ -529,6 +533,7 @@ mod tests {
         let ending = ended(ProcessEnd::NotStarted {
             status: 127,
             message: "x: command not found".into(),
+            transient: false,
         });
         let verdict = classify(
             &Observation {
@@ -543,6 +548,12 @@ mod tests {
         );
         assert_eq!(verdict.class, Class::Permanent);
         assert_eq!(verdict.reason, "x: command not found (exit 127)");
+        let busy = ended(ProcessEnd::NotStarted {
+            status: 126,
+            message: "x: cannot execute (text file busy: still being written)".into(),
+            transient: true,
+        });
+        assert_eq!(class(&busy, &[user(None, None)]), Class::Transient);
     }
 
     #[test]

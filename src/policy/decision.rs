@@ -614,6 +614,7 @@ mod tests {
                     Ending::not_started(ProcessEnd::NotStarted {
                         status: 127,
                         message: "x: command not found".into(),
+                        transient: false,
                     }),
                     Class::Permanent,
                 )

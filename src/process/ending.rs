@@ -2,6 +2,8 @@
 //! process's end (and what retry had to do to it) into an exit status, a
 //! signal's name and a phrase for messages.
 
+use std::path::Path;
+
 use crate::exit::ExitStatus;
 
 /// How the child process itself ended.
@@ -14,6 +16,9 @@ pub(crate) enum ProcessEnd {
     NotStarted {
         status: u8,
         message: String,
+        /// Worth another try: the cause passes (a binary still being
+        /// written, ETXTBSY). Else retrying cannot help.
+        transient: bool,
     },
 }
 
@@ -89,6 +94,58 @@ impl Ending {
             ProcessEnd::Signaled(signal) => format!("killed by {}", signal_name(*signal)),
             ProcessEnd::Exited(_) => format!("exit {status}"),
         }
+    }
+}
+
+/// The command could not be started: its status and message, from the
+/// errno the spawn gave.
+pub(super) fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
+    // The name as a message can show it: one line, control characters
+    // escaped, and an empty one visible.
+    let name = if program.is_empty() {
+        "'' (an empty command name)".to_string()
+    } else {
+        crate::text::sanitize_line(&program.to_string_lossy(), 200)
+    };
+    let (status, message) = match err.raw_os_error() {
+        Some(libc::ENOENT) => {
+            let has_slash = name.contains('/');
+            if has_slash && !name.starts_with('/') && std::env::current_dir().is_err() {
+                (
+                    125,
+                    format!("{name}: the working directory no longer exists"),
+                )
+            } else if has_slash && Path::new(program).exists() {
+                (
+                    127,
+                    format!("{name}: bad interpreter (the #! line names a missing program)"),
+                )
+            } else {
+                (127, format!("{name}: command not found"))
+            }
+        }
+        Some(libc::EACCES) => (126, format!("{name}: permission denied")),
+        Some(libc::E2BIG) => (126, format!("{name}: argument list too long")),
+        Some(libc::ENOEXEC) => (
+            126,
+            format!("{name}: cannot execute (exec format error: a binary for another system?)"),
+        ),
+        // The binary is still open for writing (being installed or built):
+        // that passes, so this one is retried.
+        Some(libc::ETXTBSY) => (
+            126,
+            format!("{name}: cannot execute (text file busy: still being written)"),
+        ),
+        Some(libc::EAGAIN | libc::ENOMEM) => {
+            (125, format!("{name}: cannot start a process: {err}"))
+        }
+        _ => (126, format!("{name}: cannot execute: {err}")),
+    };
+    let transient = err.raw_os_error() == Some(libc::ETXTBSY);
+    ProcessEnd::NotStarted {
+        status,
+        message,
+        transient,
     }
 }
 

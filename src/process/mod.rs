@@ -16,14 +16,15 @@
 
 mod ending;
 mod jobs;
+mod kept;
 pub(crate) mod signals;
 mod tree;
 
+use ending::not_started;
 pub(crate) use ending::{Ending, ProcessEnd, signal_name};
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
@@ -61,6 +62,9 @@ pub(crate) struct Running {
     before: Vec<tree::Member>,
     /// What job control did for it (`jobs`).
     job: jobs::Job,
+    /// In the shared-group mode where there is one, the keeper the command
+    /// runs under: then the attempt's processes are its descendants.
+    keeper: Option<kept::Keeper>,
 }
 
 /// Start the command (see `spawn` for how): a script without `#!` runs
@@ -74,22 +78,31 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
     };
     let started = open_null(launch).and_then(|null| {
         let fd = |io| child_fd(io, null.as_ref());
-        crate::sys::spawn::start(&crate::sys::spawn::Request {
+        let request = crate::sys::spawn::Request {
             program,
             args: &launch.argv[1..],
             env: &launch.env,
             stdio: [fd(&launch.stdin), fd(&launch.stdout), fd(&launch.stderr)],
             own_group: launch.own_group,
-        })
+        };
+        // Sharing our group, the attempt runs under a keeper where there
+        // is one: no other mark names its processes exactly.
+        if !launch.own_group
+            && let Some(kept) = crate::sys::spawn::start_kept(&request)
+        {
+            return kept.map(|kept| (kept.child, Some(kept::Keeper::new(kept))));
+        }
+        crate::sys::spawn::start(&request).map(|pid| (pid, None))
     });
     match started {
-        Ok(pid) => Ok(Running {
+        Ok((pid, keeper)) => Ok(Running {
             pid,
             own_group: launch.own_group,
             reaped: false,
             start: None,
             before,
             job: jobs::Job::default(),
+            keeper,
         }),
         Err(err) => Err(not_started(program, &err)),
     }
@@ -120,42 +133,6 @@ fn open_null(launch: &Launch<'_>) -> std::io::Result<Option<OwnedFd>> {
     Ok(Some(null))
 }
 
-fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
-    // The name as a message can show it: one line, control characters
-    // escaped, and an empty one visible.
-    let name = if program.is_empty() {
-        "'' (an empty command name)".to_string()
-    } else {
-        crate::text::sanitize_line(&program.to_string_lossy(), 200)
-    };
-    let (status, message) = match err.raw_os_error() {
-        Some(libc::ENOENT) => {
-            let has_slash = name.contains('/');
-            if has_slash && !name.starts_with('/') && std::env::current_dir().is_err() {
-                (
-                    125,
-                    format!("{name}: the working directory no longer exists"),
-                )
-            } else if has_slash && Path::new(program).exists() {
-                (
-                    127,
-                    format!("{name}: bad interpreter (the #! line names a missing program)"),
-                )
-            } else {
-                (127, format!("{name}: command not found"))
-            }
-        }
-        Some(libc::EACCES) => (126, format!("{name}: permission denied")),
-        Some(libc::E2BIG) => (126, format!("{name}: argument list too long")),
-        Some(libc::ENOEXEC) => (126, format!("{name}: cannot execute (exec format error)")),
-        Some(libc::EAGAIN | libc::ENOMEM) => {
-            (125, format!("{name}: cannot start a process: {err}"))
-        }
-        _ => (126, format!("{name}: cannot execute: {err}")),
-    };
-    ProcessEnd::NotStarted { status, message }
-}
-
 impl Running {
     /// Send `signal` to the attempt: its pid and, in group mode, its whole
     /// group, else each process it started (`tree`); then SIGCONT, so a
@@ -172,7 +149,11 @@ impl Running {
         let Some(sig) = crate::sys::signal::to_send(signal) else {
             return;
         };
-        let _ = rustix::process::kill_process(self.pid, sig);
+        // Under a keeper the command may be reaped already (by the keeper),
+        // its pid free: it is signalled as one of the keeper's members.
+        if self.keeper.is_none() {
+            let _ = rustix::process::kill_process(self.pid, sig);
+        }
         if self.own_group {
             let _ = rustix::process::kill_process_group(self.pid, sig);
         } else {
@@ -184,6 +165,9 @@ impl Running {
 
     /// In the shared-group mode, what the attempt started and still runs.
     fn shared_leftovers(&mut self) -> Vec<tree::Member> {
+        if let Some(keeper) = &self.keeper {
+            return keeper.members();
+        }
         if self.start.is_none() {
             self.start = tree::start_of(self.pid);
         }
@@ -195,7 +179,10 @@ impl Running {
 
     /// How the child ended, if it has. Looks without reaping, so its pid
     /// (and group id) stay ours to signal.
-    fn peek_ending(&self) -> Option<ProcessEnd> {
+    fn peek_ending(&mut self) -> Option<ProcessEnd> {
+        if let Some(keeper) = &mut self.keeper {
+            return keeper.ending();
+        }
         let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
         match rustix::process::waitid(WaitId::Pid(self.pid), options) {
             Ok(Some(status)) => Some(match (status.exit_status(), status.terminating_signal()) {
@@ -224,6 +211,10 @@ impl Running {
         let mut interrupted = None;
         let mut kill_at: Option<Instant> = None;
         let process = loop {
+            // Adopted orphans are reaped as they end, also while the
+            // attempt runs; the attempt itself is only looked at.
+            let ours = self.keeper.as_ref().map_or(self.pid, kept::Keeper::pid);
+            crate::sys::process::reap_ended_except(ours);
             if let Some(process) = self.peek_ending() {
                 break process;
             }
@@ -279,15 +270,20 @@ impl Running {
             let _ = rustix::process::kill_process_group(self.pid, Signal::TERM);
             let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
         }
-        if clean && !self.own_group {
+        if clean && !self.own_group && self.keeper.is_none() {
             // Its start time, which finds what it started, can be read only
             // while it is unreaped.
             self.start = self.start.or_else(|| tree::start_of(self.pid));
         }
-        self.reap();
+        // A keeper is kept until what is below it has been ended: let go,
+        // it would leave that to us, mixed with what is not the attempt's.
+        if !(clean && self.keeper.is_some()) {
+            self.reap();
+        }
         if clean {
             interrupted = interrupted.or(self.end_leftovers(events, kill_after));
         }
+        self.reap();
         reap_orphans();
         Ending {
             process,
@@ -357,7 +353,13 @@ impl Running {
             }
             return true;
         }
-        reap_orphans();
+        match &self.keeper {
+            // The keeper stays ours to look below until we let it go.
+            Some(keeper) => {
+                crate::sys::process::reap_ended_except(keeper.pid());
+            }
+            None => reap_orphans(),
+        }
         let left = self.shared_leftovers();
         for &member in &left {
             if killing {
@@ -385,6 +387,13 @@ pub(crate) fn adopt_orphans() {
     crate::sys::process::adopt_orphans();
 }
 
+/// Whether the processes an attempt starts can be found apart from retry's
+/// group (the shared-group mode needs the process table: `/proc` on Linux).
+/// False in another PID namespace's `/proc`, or with none mounted.
+pub(crate) fn can_find_processes() -> bool {
+    crate::sys::process::table_readable()
+}
+
 /// Reap any adopted orphan that has exited (one that escaped its group with
 /// `setsid`, say). Only called between attempts, when no attempt is unreaped.
 pub(crate) fn reap_orphans() {
@@ -394,6 +403,10 @@ pub(crate) fn reap_orphans() {
 impl Running {
     /// Wait for the child's exit and collect it; once.
     fn reap(&mut self) {
+        if let Some(keeper) = &mut self.keeper {
+            keeper.reap();
+            self.reaped = true;
+        }
         while !self.reaped {
             match rustix::process::waitpid(Some(self.pid), WaitOptions::empty()) {
                 Err(rustix::io::Errno::INTR) => {}

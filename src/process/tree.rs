@@ -96,6 +96,32 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
         .collect()
 }
 
+/// Every process below `root` (a keeper, our unreaped child), not `root`.
+pub(super) fn descendants(root: Pid) -> Vec<Member> {
+    let root = root.as_raw_nonzero().get();
+    let processes = all_processes();
+    let mut found = vec![root];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(
+            processes
+                .iter()
+                .filter(|p| p.parent == parent)
+                .map(|p| p.pid),
+        );
+        next += 1;
+    }
+    processes
+        .iter()
+        .filter(|p| p.pid != root && found.contains(&p.pid))
+        .map(|p| Member {
+            pid: p.pid,
+            start: p.start,
+        })
+        .collect()
+}
+
 /// Send `signal` to `member` if it is still the process it was.
 pub(super) fn signal(member: Member, signal: Signal) {
     process::signal_if_same(member.pid, member.start, signal);

@@ -128,6 +128,17 @@ impl<'a> Run<'a> {
         {
             reporter.warning("nested", &warning);
         }
+        // Said once, rather than leaving an attempt's processes running
+        // without a word each time one is terminated.
+        if !self.setup.own_group && !crate::process::can_find_processes() {
+            reporter.warning(
+                "processes",
+                "the process table cannot be read (/proc is missing or another PID \
+                 namespace's): in retry's process group (a terminal's foreground, \
+                 --foreground) only the command itself is terminated, not what it \
+                 started",
+            );
+        }
     }
 }
 

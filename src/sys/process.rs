@@ -74,10 +74,31 @@ pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
         .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
         .filter_map(process_info)
         .collect();
-    // Our own process is always there: a table without it is another
-    // namespace's, or no `/proc` at all.
+    // Our own process is always there, under our own pid: a table without
+    // it is another PID namespace's `/proc` (where `/proc/self` names us by
+    // another pid), or no `/proc` at all (a tmpfs over it).
     let us = rustix::process::getpid().as_raw_nonzero().get();
-    table.iter().any(|p| p.pid == us).then_some(table)
+    (proc_is_ours() && table.iter().any(|p| p.pid == us)).then_some(table)
+}
+
+/// Whether `/proc` is the one of our PID namespace: `/proc/self` names us
+/// by our own pid.
+#[cfg(target_os = "linux")]
+fn proc_is_ours() -> bool {
+    let us = rustix::process::getpid().as_raw_nonzero().get();
+    std::fs::read_link("/proc/self")
+        .is_ok_and(|link| link.to_str() == Some(us.to_string().as_str()))
+}
+
+/// Whether the process table can be read, cheaply (our own entry, and on
+/// Linux a `/proc` of our PID namespace).
+pub(crate) fn table_readable() -> bool {
+    let us = rustix::process::getpid().as_raw_nonzero().get();
+    #[cfg(target_os = "linux")]
+    if !proc_is_ours() {
+        return false;
+    }
+    process_info(us).is_some()
 }
 
 #[cfg(target_os = "macos")]
@@ -197,22 +218,67 @@ pub(crate) fn signal_if_same(pid: i32, start: u64, signal: Signal) {
     // Linux: the pidfd holds on to whichever process has the pid now; the
     // start time, read after, says whether that is still ours. No race.
     #[cfg(all(target_os = "linux", not(retry_posix)))]
-    {
-        let Ok(pidfd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty())
-        else {
+    match rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) {
+        Ok(pidfd) => {
+            if process_info(pid).is_some_and(|now| now.start == start) {
+                let _ = rustix::process::pidfd_send_signal(&pidfd, signal);
+            }
             return;
-        };
-        if process_info(pid).is_some_and(|now| now.start == start) {
-            let _ = rustix::process::pidfd_send_signal(&pidfd, signal);
         }
+        // Gone: nothing to signal.
+        Err(rustix::io::Errno::SRCH) => return,
+        // No pidfd (Linux before 5.3, a seccomp filter) or no descriptor
+        // to spare: the way other systems take, below (the one the
+        // portable build runs, so the tests exercise it).
+        Err(_) => {}
     }
-    // Elsewhere: the check, then `kill`; a process that ends and whose pid
-    // is taken between the two could be signalled (a window of
-    // microseconds, on a pid the system hands out again only after cycling
-    // through the others).
-    #[cfg(not(all(target_os = "linux", not(retry_posix))))]
-    if process_info(pid).is_some_and(|now| now.start == start) {
-        let _ = rustix::process::kill_process(raw, signal);
+    signal_after_check(raw, start, signal);
+}
+
+/// Elsewhere, and without a pidfd: the check, then `kill`; a process that
+/// ends and whose pid is taken between the two could be signalled (a
+/// window of microseconds, on a pid the system hands out again only after
+/// cycling through the others).
+fn signal_after_check(pid: Pid, start: u64, signal: Signal) {
+    if process_info(pid.as_raw_nonzero().get()).is_some_and(|now| now.start == start) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// Reap every child of ours that has ended, except `keep` (a running
+/// attempt, whose pid must stay reserved for its group until retry is done
+/// with it); whether `keep` has ended (it is left unreaped). The others are
+/// the orphans retry adopted as a subreaper: reaped as they end, none
+/// lingers as a zombie, holding a pid against the user's process limit.
+/// Each is seen first without being reaped (`WNOWAIT`), so `keep` is never
+/// reaped by accident.
+pub(crate) fn reap_ended_except(keep: Pid) -> bool {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid buffer for waitid, which
+        // writes the child's status into it; si_pid is set for every
+        // status waitid reports, and stays 0 when none is (WNOHANG).
+        let (done, pid, code) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+            let done = libc::waitid(libc::P_ALL, 0, &raw mut info, options);
+            (done, info.si_pid(), info.si_code)
+        };
+        if done != 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return false;
+        }
+        // No child has ended; or one is reported stopped (macOS's waitid
+        // does so even with WEXITED alone): look no further.
+        let ended = [libc::CLD_EXITED, libc::CLD_KILLED, libc::CLD_DUMPED].contains(&code);
+        if pid == 0 || !ended {
+            return false;
+        }
+        if pid == keep.as_raw_nonzero().get() {
+            return true;
+        }
+        let _ = rustix::process::waitpid(Pid::from_raw(pid), rustix::process::WaitOptions::NOHANG);
     }
 }
 
@@ -224,4 +290,28 @@ pub(crate) fn adopt_orphans() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     #[cfg(all(target_os = "freebsd", not(retry_posix)))]
     let _ = rustix::process::set_reaper_status(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_pidfd_the_same_process_is_signalled_and_a_later_one_is_not() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        let start = process_info(pid.as_raw_nonzero().get()).unwrap().start;
+        // Another start time: another process, left alone.
+        signal_after_check(pid, start + 1, Signal::KILL);
+        assert!(child.try_wait().unwrap().is_none());
+        signal_after_check(pid, start, Signal::KILL);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL)
+        );
+    }
 }

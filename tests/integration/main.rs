@@ -10,6 +10,7 @@ mod budget;
 mod ci;
 mod circuit;
 mod core;
+mod exec;
 mod fleet;
 mod handoff;
 mod hooks;

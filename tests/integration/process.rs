@@ -800,6 +800,183 @@ fn no_zombie_is_left_during_the_backoff() {
     );
 }
 
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (README, Platforms)"
+)]
+#[test]
+fn orphans_are_reaped_as_they_end_while_the_attempt_still_runs() {
+    let dir = scratch();
+    let count = dir.path().join("zombies");
+    // 300 double-forked helpers that end at once: each is orphaned to
+    // retry (a subreaper) and ends while the attempt runs on; the attempt
+    // then counts the zombies whose parent is retry.
+    let body = format!(
+        "i=0; while [ $i -lt 300 ]; do ( : & ); i=$((i+1)); done; sleep 1; \
+         cat /proc/[0-9]*/stat 2>/dev/null | awk -v p=$PPID '$3 == \"Z\" && $4 == p' \
+         | wc -l > '{}'",
+        count.display()
+    );
+    // In its own group the attempt's parent is retry; in retry's group,
+    // on Linux, the keeper: each reaps the orphans as they end.
+    for mode in [&[][..], &["--foreground"]] {
+        retry()
+            .args(mode)
+            .args(["-n", "1", "--", "sh", "-c", &body])
+            .assert()
+            .success();
+        let zombies: usize = std::fs::read_to_string(&count)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            zombies < 10,
+            "{mode:?}: {zombies} zombies during the attempt"
+        );
+    }
+}
+
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux only: the keeper that names an attempt's processes needs a child subreaper (README, Platforms)"
+)]
+#[test]
+fn in_retrys_group_a_worker_a_sidecar_detaches_is_not_the_attempts() {
+    let dir = scratch();
+    let worker = marker();
+    let detached = dir.path().join("detached");
+    // A sidecar started before `exec retry` (so retry's child) detaches a
+    // worker while the attempt runs: the worker is orphaned to retry, a
+    // subreaper, but it is not the attempt's, and survives its clean-up.
+    let attempt = format!(
+        "while [ ! -e '{d}' ]; do sleep 0.05; done; exit 1",
+        d = detached.display()
+    );
+    let body = format!(
+        "( sleep 0.3; ( sleep {worker} >/dev/null 2>&1 & ); touch '{d}' ) & \
+         exec {BIN} --foreground -n 1 -- sh -c \"{attempt}\"",
+        d = detached.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &body])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        running_then_ended(&worker),
+        1,
+        "the sidecar's worker was ended with the attempt"
+    );
+}
+
+#[cfg_attr(
+    retry_posix,
+    ignore = "Linux only: the keeper that outlives a SIGKILLed retry (README, Platforms)"
+)]
+#[test]
+fn in_retrys_group_a_set_gid_command_dies_with_a_sigkilled_retry() {
+    // The kernel clears the parent-death signal at the exec of a set-uid,
+    // set-gid or file-capability program. A set-gid copy of sleep (root
+    // can make one; a user can for a group of theirs) shows it.
+    let dir = scratch();
+    let sleep = dir.path().join("sgid-sleep");
+    std::fs::copy("/bin/sleep", &sleep).unwrap();
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "chgrp 65534 '{0}' && chmod 2755 '{0}' && [ -g '{0}' ]",
+            sleep.display()
+        ))
+        .status()
+        .unwrap();
+    if !made.success() {
+        eprintln!("skipped: cannot make a set-gid file here");
+        return;
+    }
+    // Scratch directories may be mounted nosuid: then the exec is plain.
+    let marker = marker();
+    let started = dir.path().join("started");
+    let body = format!(
+        "touch '{}'; exec '{}' {marker}",
+        started.display(),
+        sleep.display()
+    );
+    let mut child = retry_std()
+        .args(["--foreground", "--", "sh", "-c", &body])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(100));
+    send_signal(child.id(), "KILL");
+    let _ = child.wait();
+    assert!(
+        none_left(&marker, Duration::from_secs(3)),
+        "the set-gid command outlived retry"
+    );
+}
+
+/// Run retry under `unshare ARGS`, `prefix` run first in the same shell;
+/// `None` when this machine cannot unshare (no privilege, no util-linux).
+fn unshared(unshare: &[&str], prefix: &str, args: &str) -> Option<std::process::Output> {
+    let probe = std::process::Command::new("unshare")
+        .args(unshare)
+        .args(["sh", "-c", prefix])
+        .output()
+        .ok()?;
+    if !probe.status.success() {
+        eprintln!("skipped: unshare {unshare:?} is not allowed here");
+        return None;
+    }
+    let body = format!("{prefix} && exec {BIN} {args}");
+    Some(
+        std::process::Command::new("unshare")
+            .args(unshare)
+            .args(["sh", "-c", &body])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn in_retrys_group_a_process_table_that_cannot_be_read_is_said_once() {
+    let args = "--foreground -n 2 -d 1ms -- sh -c 'exit 1'";
+    // A tmpfs over /proc, and a /proc of another PID namespace.
+    let cases = [
+        (&["-m"][..], "mount -t tmpfs none /proc"),
+        (&["-p", "-f"][..], "true"),
+    ];
+    for (unshare, prefix) in cases {
+        let Some(out) = unshared(unshare, prefix, args) else {
+            continue;
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{unshare:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("process table cannot be read").count(),
+            1,
+            "{unshare:?}: {stderr}"
+        );
+    }
+    // Where it can be read, or in a group of its own, nothing is said.
+    let quiet = unshared(&["-m"], "true", "-n 1 -- true");
+    if let Some(out) = quiet {
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 #[test]
 fn the_child_gets_no_descriptor_of_retrys_own() {
     let descriptors = |runner: &str| -> Vec<String> {

@@ -24,27 +24,24 @@
 //! 5. asks for SIGKILL when retry dies, and exits 125 at once if retry is
 //!    already gone;
 //! 6. unblocks every signal (a child starts with an empty mask);
-//! 7. runs the program: each place of the PATH search in turn, as `execvp`
-//!    does, and a file the kernel cannot execute (`ENOEXEC`, a script
-//!    without `#!`) under `/bin/sh`, as `execvp` does too.
+//! 7. runs the program (`exec`): each place of the PATH search in turn, as
+//!    `execvp` does, and a script the kernel cannot execute (`ENOEXEC`, no
+//!    `#!`) under `/bin/sh`, as `execvp` does too; never a binary.
 //!
 //! A step that fails writes its errno where the parent reads it once the
 //! clone returns (the child then exits 127 and is reaped at once); the
 //! parent reports it as `spawn`'s error, as `Command::spawn` did.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use rustix::process::{Pid, WaitOptions};
 
 use super::Request;
-
-/// What `execvp` searches when there is no PATH at all.
-const DEFAULT_PATH: &str = "/bin:/usr/bin";
+use super::exec::Prepared;
 
 /// The child's stack: its frames and the C library's system-call wrappers
 /// need a few KiB; everything larger was made by the parent.
@@ -53,129 +50,65 @@ const STACK_SIZE: usize = 64 * 1024;
 /// writing into retry's memory (64 KiB: a whole page on any page size).
 const GUARD_SIZE: usize = 64 * 1024;
 
-/// Everything the child reads, made by the parent before the clone. The
-/// pointers point into `_strings`, owned alongside, and into the inherited
-/// environment (`inherited_env`), which lives as long as retry.
-struct Prepared {
-    /// The paths to try, in the order of the PATH search.
-    candidates: Vec<CString>,
-    /// `/bin/sh`, then the program's argv, then null. The program runs with
-    /// `argv[1..]`; the `/bin/sh` fallback puts the script's path in slot 1
-    /// and runs `/bin/sh` with all of it.
-    argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
-    _strings: Vec<CString>,
-}
-
 /// What the child is given: plain data, and the slot it reports into.
-struct ChildArgs<'a> {
+pub(super) struct ChildArgs<'a> {
     candidates: &'a [CString],
     argv: *mut *const libc::c_char,
     envp: *const *const libc::c_char,
-    stdio: [Option<RawFd>; 3],
+    pub(super) stdio: [Option<RawFd>; 3],
     own_group: bool,
-    parent: libc::pid_t,
+    /// The process the child must still have as its parent once it has
+    /// asked for the parent-death signal.
+    pub(super) parent: libc::pid_t,
     /// The errno of the step that failed; 0 when `execve` succeeded.
-    error: AtomicI32,
+    pub(super) error: AtomicI32,
 }
 
-/// `s` as a C string; an interior NUL (impossible for argv, environment and
-/// paths from the system) is the error `execve` would give for a bad path.
-fn c_string(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
-/// Where `execvp` would look for `program`, in order: the program itself
-/// when it names a path (has a `/`), else each directory of `path` (an
-/// empty entry is the working directory), or of `/bin:/usr/bin` without one.
-pub(super) fn candidates(program: &OsStr, path: Option<&OsStr>) -> Vec<Vec<u8>> {
-    let name = program.as_bytes();
-    if name.is_empty() {
-        return Vec::new();
-    }
-    if name.contains(&b'/') {
-        return vec![name.to_vec()];
-    }
-    let search = path.map_or(DEFAULT_PATH.as_bytes(), OsStr::as_bytes);
-    search
-        .split(|&b| b == b':')
-        .map(|dir| {
-            if dir.is_empty() {
-                name.to_vec()
-            } else {
-                let mut full = Vec::with_capacity(dir.len() + 1 + name.len());
-                full.extend_from_slice(dir);
-                if !dir.ends_with(b"/") {
-                    full.push(b'/');
-                }
-                full.extend_from_slice(name);
-                full
-            }
-        })
-        .collect()
-}
-
-/// Retry's own environment as `KEY=VALUE` C strings, with their keys, read
-/// at the first spawn: retry never changes its environment (it sets no
-/// variable), so every spawn shares them instead of copying them again.
-fn inherited_env() -> &'static [(OsString, CString)] {
-    static INHERITED: OnceLock<Vec<(OsString, CString)>> = OnceLock::new();
-    INHERITED.get_or_init(|| {
-        std::env::vars_os()
-            .filter_map(|(key, value)| {
-                let entry = env_entry(key.as_bytes(), value.as_bytes()).ok()?;
-                Some((key, entry))
-            })
-            .collect()
-    })
-}
-
-impl Prepared {
-    fn new(request: &Request<'_>, path: Option<&OsStr>) -> io::Result<Prepared> {
-        let candidates = candidates(request.program, path)
-            .into_iter()
-            .map(|c| c_string(&c))
-            .collect::<io::Result<Vec<_>>>()?;
-        let mut strings = Vec::with_capacity(request.args.len() + 2 + request.env.len());
-        strings.push(c_string(b"/bin/sh")?);
-        strings.push(c_string(request.program.as_bytes())?);
-        for arg in request.args {
-            strings.push(c_string(arg.as_bytes())?);
+impl<'a> ChildArgs<'a> {
+    pub(super) fn new(request: &Request<'_>, prepared: &'a mut Prepared) -> ChildArgs<'a> {
+        ChildArgs {
+            candidates: &prepared.candidates,
+            argv: prepared.argv.as_mut_ptr(),
+            envp: prepared.envp.as_ptr(),
+            stdio: request.stdio.map(|fd| fd.map(|fd| fd.as_raw_fd())),
+            own_group: request.own_group,
+            parent: rustix::process::getpid().as_raw_nonzero().get(),
+            error: AtomicI32::new(0),
         }
-        let arg_count = strings.len();
-        for (key, value) in request.env {
-            strings.push(env_entry(key.as_bytes(), value.as_bytes())?);
-        }
-        // A CString's bytes stay where they are when the Vec holding it
-        // moves: these pointers stay valid as long as `strings` lives (and
-        // the inherited ones for good).
-        let mut argv: Vec<*const libc::c_char> =
-            strings[..arg_count].iter().map(|s| s.as_ptr()).collect();
-        argv.push(std::ptr::null());
-        let inherited = inherited_env();
-        let mut envp = Vec::with_capacity(inherited.len() + request.env.len() + 1);
-        for (key, entry) in inherited {
-            if !request.env.iter().any(|(k, _)| OsStr::new(k) == key) {
-                envp.push(entry.as_ptr());
-            }
-        }
-        envp.extend(strings[arg_count..].iter().map(|s| s.as_ptr()));
-        envp.push(std::ptr::null());
-        Ok(Prepared {
-            candidates,
-            argv,
-            envp,
-            _strings: strings,
-        })
     }
 }
 
-fn env_entry(key: &[u8], value: &[u8]) -> io::Result<CString> {
-    let mut entry = Vec::with_capacity(key.len() + 1 + value.len());
-    entry.extend_from_slice(key);
-    entry.push(b'=');
-    entry.extend_from_slice(value);
-    c_string(&entry)
+/// Run `f` with the top of the child's stack, which no other spawn uses
+/// meanwhile (only the main thread spawns, but tests spawn from several
+/// threads). A poisoned lock still guards it.
+pub(super) fn with_stack<T>(f: impl FnOnce(*mut libc::c_void) -> T) -> io::Result<T> {
+    let mut stack = STACK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if stack.is_none() {
+        *stack = Some(Stack::map()?);
+    }
+    let top = stack.as_ref().map_or(std::ptr::null_mut(), Stack::top);
+    Ok(f(top))
+}
+
+/// Clone the child that runs `args` on the stack at `top`: its pid, or -1.
+///
+/// # Safety
+/// Every signal blocked in this thread; `top` from `with_stack`, whose
+/// lock is held until this returns (the parent is suspended until the
+/// child has exec'd or exited: `CLONE_VFORK`), and `args` alive as long.
+pub(super) unsafe fn clone_child(args: &ChildArgs<'_>, top: *mut libc::c_void) -> libc::pid_t {
+    // SAFETY: the caller's promise; `child_main` never returns into Rust
+    // code the parent runs.
+    unsafe {
+        libc::clone(
+            child_main,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw const *args).cast_mut().cast(),
+        )
+    }
 }
 
 /// The child's stack, mapped once and used by one spawn at a time.
@@ -222,61 +155,18 @@ impl Stack {
 
 /// Start the program; its pid, or the errno of what failed (the clone
 /// itself, a step in the child, or the last `execve` that counts).
-/// The program is looked for in the request's PATH if it gives one (as
-/// `Command` does with a PATH given through `env`), else in retry's.
 pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
-    let given = request.env.iter().find(|(key, _)| *key == "PATH");
-    let own;
-    let path = if let Some((_, path)) = given {
-        Some(path.as_os_str())
-    } else {
-        own = std::env::var_os("PATH");
-        own.as_deref()
-    };
-    let mut prepared = Prepared::new(request, path)?;
-    if prepared.candidates.is_empty() {
-        return Err(io::Error::from_raw_os_error(libc::ENOENT));
-    }
-    let args = ChildArgs {
-        candidates: &prepared.candidates,
-        argv: prepared.argv.as_mut_ptr(),
-        envp: prepared.envp.as_ptr(),
-        stdio: request.stdio.map(|fd| fd.map(|fd| fd.as_raw_fd())),
-        own_group: request.own_group,
-        parent: rustix::process::getpid().as_raw_nonzero().get(),
-        error: AtomicI32::new(0),
-    };
-    // One spawn at a time uses the stack (only the main thread spawns, but
-    // tests spawn from several threads). A poisoned lock still guards it.
-    let mut stack = STACK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if stack.is_none() {
-        *stack = Some(Stack::map()?);
-    }
-    let top = stack.as_ref().map_or(std::ptr::null_mut(), Stack::top);
-
-    // SAFETY: the whole signal mask of this thread is saved, replaced and
-    // restored; `clone` gets a function that never returns into Rust code
-    // the parent runs, its own stack (held by the lock until the child has
-    // exec'd or exited: CLONE_VFORK), and `args`, which outlives the child's
-    // use of it for the same reason.
-    let (pid, clone_error) = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
-        let pid = libc::clone(
-            child_main,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&raw const args).cast_mut().cast(),
-        );
-        let clone_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
-        (pid, clone_error)
-    };
-    drop(stack);
+    let mut prepared = Prepared::new(request)?;
+    let args = ChildArgs::new(request, &mut prepared);
+    let (pid, clone_error) = with_stack(|top| {
+        blocking_all(|| {
+            // SAFETY: every signal is blocked around the clone
+            // (`blocking_all`), on the stack `with_stack` lends, with
+            // `args` alive throughout.
+            let pid = unsafe { clone_child(&args, top) };
+            (pid, io::Error::last_os_error())
+        })
+    })?;
     if pid < 0 {
         return Err(clone_error);
     }
@@ -300,9 +190,26 @@ fn fail(args: &ChildArgs<'_>, errno: i32) -> ! {
     unsafe { libc::_exit(127) }
 }
 
-fn errno() -> i32 {
-    // SAFETY: errno of this thread; a plain read.
-    unsafe { *libc::__errno_location() }
+/// Run `f` with every signal blocked in this thread (none of retry's
+/// handlers may run in a child on retry's memory), then restore the mask.
+pub(super) fn blocking_all<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: the whole signal mask of this thread is saved, replaced and
+    // restored; the sets are initialised before use.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        let result = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        result
+    }
+}
+
+pub(super) fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EINVAL)
 }
 
 /// The child, between the clone and `execve`. It shares the parent's
@@ -354,33 +261,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::sigemptyset(&raw mut empty);
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
 
-        // The PATH search of execvp: a place where the program is not
-        // (or cannot be searched) moves on to the next; a place where it
-        // is but may not be run is remembered (EACCES wins over ENOENT at
-        // the end); any other failure ends the search.
-        let program_argv = args.argv.add(1).cast_const();
-        let mut error = libc::ENOENT;
-        let mut denied = false;
-        for candidate in args.candidates {
-            libc::execve(candidate.as_ptr(), program_argv, args.envp);
-            error = errno();
-            match error {
-                libc::EACCES => denied = true,
-                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
-                libc::ENOEXEC => {
-                    // A script without `#!`: `/bin/sh SCRIPT ARGS...`
-                    // (slot 0 holds "/bin/sh").
-                    *args.argv.add(1) = candidate.as_ptr();
-                    libc::execve(
-                        args.argv.cast_const().read(),
-                        args.argv.cast_const(),
-                        args.envp,
-                    );
-                    fail(args, errno());
-                }
-                _ => fail(args, error),
-            }
-        }
-        fail(args, if denied { libc::EACCES } else { error })
+        // The PATH search of execvp, a binary never under `/bin/sh`.
+        let error = super::exec::exec(args.candidates, args.argv, args.envp);
+        fail(args, error)
     }
 }

@@ -23,8 +23,12 @@ use crate::sys::signal::{caller_ignored, changed_by_retry};
 
 #[cfg(all(target_os = "linux", not(retry_posix)))]
 mod clone;
+#[cfg(all(target_os = "linux", not(retry_posix)))]
+mod keeper;
 #[cfg_attr(all(target_os = "linux", not(retry_posix)), allow(dead_code))]
 mod portable;
+// One exec for both: the PATH search, and `/bin/sh` for scripts only.
+mod exec;
 #[cfg(test)]
 mod tests;
 
@@ -42,6 +46,33 @@ pub(crate) struct Request<'a> {
     /// Descriptors to put at 0, 1 and 2; `None` leaves retry's own there.
     pub(crate) stdio: [Option<BorrowedFd<'a>>; 3],
     pub(crate) own_group: bool,
+}
+
+/// An attempt started under a keeper (`keeper`): the keeper's pid, the
+/// command's, the pipe the keeper reports the command's wait status on,
+/// and the one retry closes to let the keeper go.
+pub(crate) struct Kept {
+    pub(crate) keeper: Pid,
+    pub(crate) child: Pid,
+    pub(crate) report: std::os::fd::OwnedFd,
+    pub(crate) hold: std::os::fd::OwnedFd,
+}
+
+/// Start the program under a keeper of its own, which names its processes
+/// exactly (`keeper`); `None` where there is none (the keeper needs a child
+/// subreaper: native Linux only).
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "always Some on native Linux, always None elsewhere"
+)]
+pub(crate) fn start_kept(request: &Request<'_>) -> Option<io::Result<Kept>> {
+    #[cfg(all(target_os = "linux", not(retry_posix)))]
+    return Some(keeper::start(request));
+    #[cfg(not(all(target_os = "linux", not(retry_posix))))]
+    {
+        let _ = request;
+        None
+    }
 }
 
 /// Start the program; its pid, or the errno of what failed.

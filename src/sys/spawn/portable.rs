@@ -16,10 +16,12 @@
 //!    - asks for SIGKILL when retry dies, and exits 125 at once if retry is
 //!      already gone (Linux and FreeBSD);
 //!    - empties the signal mask (a program starts with none blocked);
-//! 5. runs the program with `execvp`: the PATH search, and a file the
-//!    kernel cannot execute (`ENOEXEC`, a script without `#!`) run under
-//!    `/bin/sh`. The environment is retry's, with the request's variables
-//!    added or replaced.
+//! 5. runs the program itself, at the end of `pre_exec` (`exec`, shared
+//!    with the clone spawn): the PATH search, and a script the kernel
+//!    cannot execute (`ENOEXEC`, no `#!`) run under `/bin/sh`, never a
+//!    binary (the C library's `execvp`, which std would call next, hands
+//!    any such file to the shell, or none on musl). The environment is
+//!    retry's, with the request's variables added or replaced.
 //!
 //! Every signal is blocked from the fork on: the parent blocks them all
 //! around `spawn`, so none of retry's handlers (signal-hook's, which write
@@ -41,14 +43,14 @@ use std::process::{Command, Stdio};
 use rustix::process::Pid;
 
 use super::Request;
+use super::exec::Prepared;
 
 /// Start the program; its pid, or the errno of what failed.
 pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
+    // The program, its arguments and environment are run from `prepared`;
+    // `Command` is given the name only for its own checks.
+    let mut prepared = Prepared::new(request)?;
     let mut command = Command::new(request.program);
-    command.args(request.args);
-    for (key, value) in request.env {
-        command.env(key, value);
-    }
     let [stdin, stdout, stderr] = request.stdio;
     if let Some(fd) = stdin {
         command.stdin(Stdio::from(fd.try_clone_to_owned()?));
@@ -68,11 +70,13 @@ pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
     };
     // SAFETY: the closure runs in the forked child before exec, and only
     // makes async-signal-safe system calls on the plain values copied into
-    // it (`child_steps`): no allocation, no lock, nothing that can panic.
+    // it (`child_steps`) and on `prepared` (`exec`, which replaces the
+    // child or returns an errno): no allocation, no lock, no panic.
     unsafe {
         command.pre_exec(move || {
             child_steps(&steps);
-            Ok(())
+            let error = prepared.exec_in_child();
+            Err(io::Error::from_raw_os_error(error))
         });
     }
 

@@ -80,12 +80,10 @@ fn run(
     Ok(status.exit_status().unwrap())
 }
 
-/// `clone` makes its own list of the places to try; `portable` leaves the
-/// search to `execvp`, whose order the PATH cases below see for both.
-#[cfg(all(target_os = "linux", not(retry_posix)))]
-mod clone_candidates {
+/// Both spawns try the places `exec::candidates` lists, in its order.
+mod exec_candidates {
     use super::os;
-    use crate::sys::spawn::clone::candidates;
+    use crate::sys::spawn::exec::candidates;
 
     fn strings(found: Vec<Vec<u8>>) -> Vec<String> {
         found
@@ -123,6 +121,15 @@ fn exec_failures_come_back_as_their_errno() {
     let missing = dir.0.join("missing");
     let bad = dir.file("bad", "#!/nonexistent/interp\n", 0o755);
     let long = "x".repeat(200_000);
+    // An ELF header for a machine nobody runs (e_machine 0xfffe): never
+    // handed to /bin/sh as if it were a script.
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(18, 0);
+    elf.extend([0xfe, 0xff]);
+    elf.resize(64, 0);
+    let elf_path = dir.0.join("elf");
+    std::fs::write(&elf_path, elf).unwrap();
+    std::fs::set_permissions(&elf_path, std::fs::Permissions::from_mode(0o755)).unwrap();
     for &(name, start) in SPAWNS {
         let run = |program: &OsStr, args: &[&str], path: Option<&OsStr>| {
             run(start, program, args, path, None)
@@ -149,6 +156,11 @@ fn exec_failures_come_back_as_their_errno() {
         );
         assert_eq!(run(os(""), &[], None), Err(libc::ENOENT), "{name}");
         assert_eq!(run(bad.as_os_str(), &[], None), Err(libc::ENOENT), "{name}");
+        assert_eq!(
+            run(elf_path.as_os_str(), &[], None),
+            Err(libc::ENOEXEC),
+            "{name}"
+        );
         assert_eq!(
             run(os("/bin/true"), &[long.as_str(); 20], None),
             Err(libc::E2BIG),
@@ -179,21 +191,9 @@ fn the_path_search_takes_places_in_order_skipping_those_without_a_runnable_progr
     }
 }
 
-/// Whether a spawn runs a file the kernel cannot execute (no `#!`) under
-/// `/bin/sh`. `clone` does it itself. `portable` leaves it to the C
-/// library's `execvp`, which does it everywhere retry runs the portable
-/// path, but musl's does not: on musl that is only the `retry_posix` build
-/// (native musl uses `clone`), so the case is not asserted there.
-fn runs_scripts_without_shebang(spawn: &str) -> bool {
-    spawn != "portable" || !cfg!(target_env = "musl")
-}
-
 #[test]
 fn a_script_without_a_shebang_runs_under_bin_sh_with_its_arguments_and_environment() {
     for &(name, start) in SPAWNS {
-        if !runs_scripts_without_shebang(name) {
-            continue;
-        }
         let dir = Scratch::new(&format!("script-{name}"));
         dir.file(
             "plain",
@@ -280,4 +280,41 @@ fn the_child_gets_its_own_group_default_signals_and_an_empty_mask() {
         let mask = u64::from_str_radix(ignored.split_whitespace().nth(1).unwrap(), 16).unwrap();
         assert_eq!(mask & (1 << (libc::SIGPIPE - 1)), 0, "{name}: {text}");
     }
+}
+
+/// The keeper: the command's pid comes back, then its wait status on the
+/// report pipe; a command that cannot start comes back as its errno, the
+/// keeper reaped.
+#[cfg(all(target_os = "linux", not(retry_posix)))]
+#[test]
+fn a_kept_command_reports_its_status_and_a_failed_start_its_errno() {
+    let request = |program| Request {
+        program,
+        args: &[],
+        env: &[],
+        stdio: [None, None, None],
+        own_group: false,
+    };
+    let missing = super::start_kept(&request(os("/nonexistent/x"))).unwrap();
+    assert_eq!(
+        missing.err().and_then(|e| e.raw_os_error()),
+        Some(libc::ENOENT)
+    );
+
+    let kept = super::start_kept(&request(os("/bin/false")))
+        .unwrap()
+        .unwrap();
+    let mut word = [0u8; 4];
+    assert_eq!(rustix::io::read(&kept.report, &mut word).unwrap(), 4);
+    let status = i32::from_ne_bytes(word);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 1,
+        "{status}"
+    );
+    // Nothing was left below it: the keeper has gone by itself.
+    let (pid, _) = rustix::process::waitpid(Some(kept.keeper), WaitOptions::empty())
+        .unwrap()
+        .unwrap();
+    assert_eq!(pid, kept.keeper);
+    assert_ne!(kept.child, kept.keeper);
 }
