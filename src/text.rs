@@ -42,6 +42,55 @@ pub(crate) fn escape_controls(text: &str) -> String {
     sanitize_line(text, usize::MAX)
 }
 
+/// A command line as a shell would take it back: each word shell-quoted
+/// (`sh -c 'echo a; exit 3'`), on one line. Not a crate's quoting: those
+/// keep a newline or an escape sequence as it is, which would break the
+/// line or reach the terminal; here such a word is written `$'a\nb'`
+/// (bash, zsh, ksh and POSIX.1-2024 sh read it back), as are bytes that
+/// are not UTF-8 (`\xff`).
+pub(crate) fn shell_command<S: AsRef<std::ffi::OsStr>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|word| shell_word(word.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One word of [`shell_command`].
+pub(crate) fn shell_word(word: &std::ffi::OsStr) -> String {
+    let bytes = word.as_encoded_bytes();
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(b);
+    if !bytes.is_empty() && bytes.iter().all(plain) {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let printable = word
+        .to_str()
+        .is_some_and(|text| !text.chars().any(needs_escape));
+    if printable {
+        return format!(
+            "'{}'",
+            String::from_utf8_lossy(bytes).replace('\'', r"'\''")
+        );
+    }
+    let mut quoted = String::from("$'");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => quoted.push_str(r"\\"),
+                '\'' => quoted.push_str(r"\'"),
+                c if u32::from(c) < 0x80 && c.is_control() => quoted.push_str(&escape(c)),
+                c if needs_escape(c) => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => quoted.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            quoted.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    quoted.push('\'');
+    quoted
+}
+
 fn escape(c: char) -> String {
     match c {
         '\n' => "\\n".to_string(),
@@ -76,6 +125,37 @@ mod tests {
             "\\u{85}\\u{2028}\\u{202e}"
         );
         assert_eq!(sanitize_line("héllo wörld", 60), "héllo wörld");
+    }
+
+    #[test]
+    fn a_command_line_is_shown_as_a_shell_would_read_it() {
+        assert_eq!(
+            shell_command(&["sh", "-c", "echo a; exit 3"]),
+            "sh -c 'echo a; exit 3'"
+        );
+        assert_eq!(
+            shell_command(&["curl", "-fsS", "https://x.example/a?b=1"]),
+            "curl -fsS 'https://x.example/a?b=1'"
+        );
+        assert_eq!(
+            shell_command(&["echo", "", "it's", "a b"]),
+            r"echo '' 'it'\''s' 'a b'"
+        );
+        assert_eq!(
+            shell_command(&["printf", "a\nb\x1b[1m", "\\'"]),
+            r"printf $'a\nb\e[1m' '\'\'''"
+        );
+        assert_eq!(shell_command(&["x", "\u{2028}\\"]), r"x $'\u2028\\'");
+        assert_eq!(
+            shell_command(&["~/bin/x", "*", "$HOME"]),
+            "'~/bin/x' '*' '$HOME'"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let word = std::ffi::OsStr::from_bytes(b"caf\xe9 \n");
+            assert_eq!(shell_word(word), r"$'caf\xe9 \n'");
+        }
     }
 
     #[test]

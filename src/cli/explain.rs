@@ -15,7 +15,7 @@ use crate::cli::config::Config;
 use crate::cli::config::GIVE_UP_LIMIT;
 use crate::cli::explain_rules;
 use crate::policy::backoff::Policy;
-use crate::text::sanitize_line;
+use crate::text::{sanitize_line, shell_word};
 use crate::values::Jitter;
 use crate::values::human;
 
@@ -209,7 +209,8 @@ fn conditions(config: &Config) -> Vec<String> {
             "--give-up-exit {code}: a run that ends on a transient failure (attempts exhausted, --max-time, the budget refused, a circuit open) exits {code}; a permanent failure keeps the command's status, retry's own errors theirs."
         ));
     }
-    let shown = |command: &std::ffi::OsString| sanitize_line(&command.to_string_lossy(), 60);
+    // A hook is one shell command line: shown as one quoted word.
+    let shown = |command: &std::ffi::OsString| sanitize_line(&shell_word(command), 80);
     if let Some(command) = &hooks.on_retry {
         let bound = match (config.timeout, config.max_time) {
             (Some(timeout), _) => format!("at most {} each", human(timeout)),
@@ -217,13 +218,13 @@ fn conditions(config: &Config) -> Vec<String> {
             (None, None) => "unbounded: no --timeout".to_string(),
         };
         lines.push(format!(
-            "--on-retry: '{}' runs after each sleep, right before the retry ({bound}; its time comes on top).",
+            "--on-retry: {} runs after each sleep, right before the retry ({bound}; its time comes on top).",
             shown(command)
         ));
     }
     if let Some(command) = &hooks.on_give_up {
         lines.push(format!(
-            "--on-give-up: '{}' runs once if the run fails (at most {}).",
+            "--on-give-up: {} runs once if the run fails (at most {}).",
             shown(command),
             human(config.timeout.unwrap_or(GIVE_UP_LIMIT))
         ));

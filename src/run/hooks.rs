@@ -12,7 +12,7 @@ use crate::process::Ending;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::Reporter;
 use crate::run::hook::{self, Hook, HookRun};
-use crate::text::sanitize_line;
+use crate::text::{sanitize_line, shell_word};
 
 impl Run<'_> {
     /// `--on-retry`, before attempt `next` (after the sleep): `Some` when
@@ -143,8 +143,8 @@ fn report_hook(which: &str, command: &OsStr, ran: &HookRun, reporter: &mut Repor
     reporter.warning(
         "hook",
         &format!(
-            "--{which} '{}' failed: {}; {then}",
-            sanitize_line(&text, 60),
+            "--{which} {} failed: {}; {then}",
+            sanitize_line(&shell_word(command), 80),
             ran.ending.describe()
         ),
     );

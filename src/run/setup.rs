@@ -2,7 +2,6 @@
 //! files and process model, and what it says before it starts (the policy
 //! under `-v`, the configuration's warnings, a nested retry).
 
-use std::ffi::OsString;
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
@@ -22,7 +21,7 @@ use crate::run::hint::HintFile;
 use crate::run::output::Lost;
 use crate::run::stdin::StdinSource;
 use crate::sys::fd::own_fd;
-use crate::text::{escape_controls, sanitize_line};
+use crate::text::sanitize_line;
 
 /// A new run's random id: 128 bits, as 32 hex digits.
 pub(crate) fn new_run_id() -> String {
@@ -70,7 +69,7 @@ impl<'a> Run<'a> {
             one_output_file: config.rules.patterns.is_some()
                 && crate::sys::fd::same_file(own_fd(1), own_fd(2))
                 && !rustix::termios::isatty(own_fd(1)),
-            command_text: display_command(&config.command),
+            command_text: crate::text::shell_command(&config.command),
         };
         let files = Files {
             hint: HintFile::for_run().context("setting up the hint file")?,
@@ -170,14 +169,6 @@ fn in_terminal_foreground() -> bool {
     let stdin = own_fd(0);
     rustix::termios::isatty(stdin)
         && rustix::termios::tcgetpgrp(stdin).is_ok_and(|group| group == rustix::process::getpgrp())
-}
-
-fn display_command(command: &[OsString]) -> String {
-    command
-        .iter()
-        .map(|arg| escape_controls(&arg.to_string_lossy()))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Retries layered on retries multiply: say so once, with the numbers,

@@ -324,14 +324,14 @@ fn a_command_line_cannot_inject_a_workflow_command() {
     let (title, _) = &groups[0];
     assert_eq!(
         title,
-        "retry: attempt 1/2: sh -c exit 3 sh x%0A::error::x y\\n::error title=forged::z \\r::warning::w ##\\[error]legacy a,b:c%2C"
+        "retry: attempt 1/2: sh -c 'exit 3' sh x%0A::error::x $'y\\n::error title=forged::z' $'\\r::warning::w' '##\\[error]legacy' a,b:c%2C"
     );
     assert_eq!(warnings(&lines).len(), 1);
     assert_eq!(errors(&lines).len(), 1);
     for (title, message) in warnings(&lines).into_iter().chain(errors(&lines)) {
         assert!(title.starts_with("retry: "), "{title}");
         assert!(
-            message.contains("x%0A::error::x y\\n::error title=forged::z"),
+            message.contains("x%0A::error::x $'y\\n::error title=forged::z'"),
             "{message}"
         );
     }

@@ -687,7 +687,7 @@ fn help_and_explain_tell_of_the_hooks_and_conditions() {
             "--on-retry: 'make clean' runs after each sleep, right before the retry (at most 10s each",
         ))
         .stdout(predicate::str::contains(
-            "--on-give-up: 'alert' runs once if the run fails (at most 10s)",
+            "--on-give-up: alert runs once if the run fails (at most 10s)",
         ))
         .stdout(predicate::str::contains("--reset-after 5m:"));
     retry()
