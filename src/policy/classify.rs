@@ -94,20 +94,22 @@ fn success_code(ending: &Ending, rules: &Rules) -> bool {
 }
 
 pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict {
-    let (mut verdict, by_preset) = decide(observation, rules);
+    let (mut verdict, by) = decide(observation, rules);
     // The response's own word is better evidence than a preset's reading
     // of its status (GitHub answers a spent quota with 403); the user's
     // flags and the hint file still win.
     let throttled_may_override =
-        verdict.class == Class::Transient || (verdict.class == Class::Permanent && by_preset);
+        verdict.class == Class::Transient || (verdict.class == Class::Permanent && by == By::Preset);
     if throttled_may_override && let Some(why) = &observation.throttling {
         verdict.class = Class::Throttled;
         verdict
             .reason
             .push_str(&format!("; the server is throttling ({why})"));
     }
-    // The first failure of a run says which preset the command's name chose.
-    if observation.name_the_choice && verdict.class != Class::Success && !by_preset {
+    // The first failure of a run says which preset the command's name
+    // chose, when it was decided by neither a flag nor the preset (a
+    // verdict a flag decided names the flag alone).
+    if observation.name_the_choice && verdict.class != Class::Success && by == By::Default {
         for set in &rules.sets {
             if let RuleSource::Preset {
                 name,
@@ -124,8 +126,25 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
     verdict
 }
 
-/// The verdict, and whether a preset's rule decided it.
-fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
+/// What decided a verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum By {
+    /// A rule of a preset.
+    Preset,
+    /// A flag, or the attempt's own word (the hint file).
+    Flag,
+    /// Retry's defaults (the order of rules, rules 5 to 7).
+    Default,
+}
+
+impl By {
+    fn set(is_preset: bool) -> By {
+        if is_preset { By::Preset } else { By::Flag }
+    }
+}
+
+/// The verdict, and what decided it.
+fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, By) {
     let ending = observation.ending;
     let what = ending.describe();
     let matched = |rule: &&OutputRule| observation.matched.get(rule.slot) == Some(&true);
@@ -136,7 +155,7 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
             format!("{what} is in --success-on-exit")
         };
         if rules.until_output.is_empty() {
-            return (verdict(Class::Success, what), false);
+            return (verdict(Class::Success, what), By::Flag);
         }
         if let Some(rule) = rules.until_output.iter().find(matched) {
             return (
@@ -144,42 +163,42 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
                     Class::Success,
                     format!("{what}; output matched --until-output '{}'", rule.shown),
                 ),
-                false,
+                By::Flag,
             );
         }
         // Not ready yet. Its code is a success code, so the exit-code lists
         // do not judge it; the attempt's own word and the output rules do.
         let what = format!("{what}; not ready yet (no line matched --until-output)");
         if let Some(verdict) = hint_verdict(observation.hint, &what) {
-            return (verdict, false);
+            return (verdict, By::Flag);
         }
         for set in &rules.sets {
             if let Some(found) = output_verdict(observation, set, &matched, &what) {
                 return found;
             }
         }
-        return (verdict(Class::Transient, what), false);
+        return (verdict(Class::Transient, what), By::Flag);
     }
     if ending.timed_out {
         return if rules.stop_on_timeout {
             (
                 verdict(Class::Permanent, format!("{what}; --stop-on-timeout")),
-                false,
+                By::Flag,
             )
         } else {
-            (verdict(Class::Transient, what), false)
+            (verdict(Class::Transient, what), By::Default)
         };
     }
     // 6. A user at the terminal, or a reader that went away.
     if let ProcessEnd::Signaled(signal) = ending.process
         && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
     {
-        return (verdict(Class::Permanent, what), false);
+        return (verdict(Class::Permanent, what), By::Default);
     }
 
     // 0. The attempt's own word wins over every other rule.
     if let Some(verdict) = hint_verdict(observation.hint, &what) {
-        return (verdict, false);
+        return (verdict, By::Flag);
     }
 
     // 1-4, per rule set: the command line's first, then the preset's.
@@ -208,7 +227,7 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
                     Class::Permanent,
                     label.listed(&what, code, "--stop-on-exit"),
                 ),
-                is_preset,
+                By::set(is_preset),
             );
         }
         if let Some(codes) = &set.retry_on_exit {
@@ -218,10 +237,13 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
                         exit_class(set, code),
                         label.listed(&what, code, "--retry-on-exit"),
                     ),
-                    is_preset,
+                    By::set(is_preset),
                 )
             } else {
-                (verdict(Class::Permanent, label.unlisted(&what)), is_preset)
+                (
+                    verdict(Class::Permanent, label.unlisted(&what)),
+                    By::set(is_preset),
+                )
             };
         }
         // A preset whose other failures go to retry's defaults still names
@@ -229,7 +251,7 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
         if is_preset && set.exit_rule(code).is_some() {
             return (
                 verdict(exit_class(set, code), label.listed(&what, code, "")),
-                true,
+                By::Preset,
             );
         }
     }
@@ -240,10 +262,10 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, bool) {
         transient: false, ..
     } = ending.process
     {
-        return (verdict(Class::Permanent, what), false);
+        return (verdict(Class::Permanent, what), By::Default);
     }
     // 7.
-    (verdict(Class::Transient, what), false)
+    (verdict(Class::Transient, what), By::Default)
 }
 
 /// A code a transient list holds: throttled when a preset's throttled exit
@@ -273,7 +295,7 @@ fn output_verdict(
     set: &RuleSet,
     matched: &impl Fn(&&OutputRule) -> bool,
     what: &str,
-) -> Option<(Verdict, bool)> {
+) -> Option<(Verdict, By)> {
     let label = Label {
         set,
         name_the_choice: observation.name_the_choice,
@@ -290,7 +312,7 @@ fn output_verdict(
     let shown = rule.describe(line_of(observation, rule));
     Some((
         verdict(class, label.output(what, rule, &shown, flag)),
-        is_preset,
+        By::set(is_preset),
     ))
 }
 
