@@ -371,6 +371,9 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
             if let Some(warning) = &decision.warning {
                 reporter.lasting_warning("circuit", warning);
             }
+            if let Some(warning) = circuit.settings_mismatch(&decision.state) {
+                reporter.warning("circuit", &warning);
+            }
             reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
                 let message = circuit.refusal(until_ms, probing, &decision.state);

@@ -97,6 +97,17 @@ fn hostname() -> String {
         .into_owned()
 }
 
+/// `threshold 3, cooldown 1m, max cooldown 1h`, as the flags write them.
+fn describe(settings: &StoredSettings) -> String {
+    let human = |ms: u64| crate::values::human(Duration::from_millis(ms));
+    format!(
+        "--circuit-threshold {}, --circuit-cooldown {}, --circuit-max-cooldown {}",
+        settings.threshold,
+        human(settings.cooldown_ms),
+        human(settings.max_cooldown_ms)
+    )
+}
+
 fn timestamp(ms: u64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
@@ -241,6 +252,22 @@ impl Circuit {
             state.failures,
             self.store.describe(&self.name)
         )
+    }
+
+    /// Said at the start of a run whose settings differ from those the
+    /// last run stored: this run's apply, and replace them when it ends,
+    /// so runs that disagree change each other's circuit in turn.
+    pub(crate) fn settings_mismatch(&self, state: &CircuitState) -> Option<String> {
+        let stored = state.settings?;
+        let given = StoredSettings::from(&self.settings);
+        (stored != given).then(|| {
+            format!(
+                "circuit {} was stored with {}; this run uses {} and stores them when it ends (give every run that names the circuit the same settings)",
+                self.name,
+                describe(&stored),
+                describe(&given)
+            )
+        })
     }
 
     /// The message for a refused run.
