@@ -51,6 +51,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !secs.is_finite() {
         return Err("not a finite number".into());
     }
+    // A positive number too small for an f64 (`1e-10000`) is still not
+    // zero: the least duration, as for one that rounds below a nanosecond
+    // (below), and as coreutils `timeout` reads it.
+    if secs == 0.0 && positive_mantissa(trimmed) {
+        return Ok(Duration::from_nanos(1));
+    }
     if secs < 0.0 {
         return Err("negative durations are not allowed".into());
     }
@@ -103,6 +109,28 @@ fn decimal_with_units(text: &str) -> Result<f64, String> {
 }
 
 /// A DURATION that must be greater than zero.
+/// A number whose digits before the exponent are not all zero.
+fn positive_mantissa(number: &str) -> bool {
+    number
+        .split(['e', 'E'])
+        .next()
+        .is_some_and(|mantissa| mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b)))
+}
+
+/// `--timeout` and `--max-time`: greater than zero. To coreutils `timeout`
+/// 0 means no limit; here the flag left out means none, and a zero (often
+/// a computed limit gone wrong) is refused, saying so.
+pub fn parse_limit(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration.is_zero() {
+        return Err(
+            "must be greater than zero (for no limit, leave the flag out: 0 does not mean none here, as it does for timeout(1))"
+                .into(),
+        );
+    }
+    Ok(duration)
+}
+
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     let duration = parse_duration(text)?;
     if duration.is_zero() {
@@ -397,6 +425,12 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(ms(3000)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("1e-12"), Ok(Duration::from_nanos(1)));
+        // Too small for an f64, yet positive: as coreutils timeout reads it.
+        assert_eq!(parse_duration("1e-10000"), Ok(Duration::from_nanos(1)));
+        assert_eq!(parse_duration("0e-10000"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("0.000e5"), Ok(Duration::ZERO));
+        assert!(parse_limit("0").unwrap_err().contains("leave the flag out"));
+        assert_eq!(parse_limit("1e-10000"), Ok(Duration::from_nanos(1)));
     }
 
     #[test]
