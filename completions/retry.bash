@@ -66,11 +66,11 @@ _retry() {
                     return 0
                     ;;
                 --jitter)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "full equal decorrelated none" -- "${cur}"))
                     return 0
                     ;;
                 -j)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "full equal decorrelated none" -- "${cur}"))
                     return 0
                     ;;
                 --splay)
@@ -114,7 +114,7 @@ _retry() {
                     return 0
                     ;;
                 --preset)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "docker kubectl aws terraform curl wget apt pip npm ssh scp rsync git list show none" -- "${cur}"))
                     return 0
                     ;;
                 --max-retry-after)
@@ -248,3 +248,19 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _retry -o bashdefault -o default retry
 fi
+
+_retry_command() {
+    local i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _command_offset >/dev/null; then
+                _command_offset $((i + 1))
+            else
+                mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
+            fi
+            return 0
+        fi
+    done
+    _retry "$@"
+}
+complete -F _retry_command -o bashdefault -o default retry

@@ -3,7 +3,10 @@ complete -c retry -s d -l delay -d 'Base delay: the ceiling before the first ret
 complete -c retry -l throttle-delay -d 'Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset\'s rate-limit message); jitter and --cap apply as usual' -r
 complete -c retry -s m -l multiplier -d 'Growth factor of the ceiling per retry (finite, >= 1)' -r
 complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
-complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r
+complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r -f -a "full\t''
+equal\t''
+decorrelated\t''
+none\t''"
 complete -c retry -l splay -d 'Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)' -r
 complete -c retry -s t -l max-time -d 'Budget for the whole run from retry\'s start: no sleep starts that would end past it, and a running attempt is terminated when it expires. Given to the command as RETRY_DEADLINE; a retry that finds RETRY_DEADLINE cuts its own --max-time to what is left' -r
 complete -c retry -s T -l timeout -d 'Limit for each attempt; an attempt over it is terminated and counts as a transient failure (permanent with --stop-on-timeout)' -r
@@ -12,7 +15,22 @@ complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 
 complete -c retry -l stop-on-exit -d 'Exit codes that are permanent failures: stop at once (a death by signal N counts as 128+N)' -r
 complete -c retry -l retry-on-output -d 'A failed attempt whose output has a line matching REGEX is transient (repeatable)' -r
 complete -c retry -l stop-on-output -d 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)' -r
-complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml' -r
+complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml' -r -f -a "docker\t''
+kubectl\t''
+aws\t''
+terraform\t''
+curl\t''
+wget\t''
+apt\t''
+pip\t''
+npm\t''
+ssh\t''
+scp\t''
+rsync\t''
+git\t''
+list\t''
+show\t''
+none\t''"
 complete -c retry -l max-retry-after -d 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)'
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'
@@ -69,3 +87,11 @@ complete -c retry -l budget-status -d 'Print the budget\'s tokens and settings a
 complete -c retry -l budget-reset -d 'Refill the budget and store the settings given (or the defaults), then exit 0'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'
+function __retry_complete_command
+    set -l words (commandline -opc)
+    set -l at (contains -i -- -- $words)
+    or return
+    set -l line $words[(math $at + 1)..-1] (commandline -ct)
+    complete -C (string join -- ' ' (string escape -- $line))
+end
+complete -c retry -n 'contains -- -- (commandline -opc)' -f -a '(__retry_complete_command)'

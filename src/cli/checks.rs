@@ -39,6 +39,24 @@ pub(super) fn check_success_codes(
     Ok(())
 }
 
+/// `--retry-on-exit` and `--stop-on-exit` must not share a code: the stop
+/// list would silently win (it is asked first), and the other list says
+/// the opposite.
+pub(super) fn check_exit_lists(
+    retry: Option<&CodeSet>,
+    stop: Option<&CodeSet>,
+) -> Result<(), UsageError> {
+    let (Some(retry), Some(stop)) = (retry, stop) else {
+        return Ok(());
+    };
+    match (0..256).find(|&code| retry.contains(code) && stop.contains(code)) {
+        Some(code) => Err(UsageError(format!(
+            "--retry-on-exit {retry} and --stop-on-exit {stop} both list exit code {code} (a code is either worth retrying or permanent; --retry-on-exit alone already makes every code it does not list permanent)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `--successes N` must be reachable within the attempt limit, which
 /// counts every attempt (the successes too).
 pub(super) fn check_successes(successes: u64, attempts: Option<u64>) -> Result<(), UsageError> {

@@ -12,7 +12,7 @@ use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
 use crate::circuit::CircuitConfig;
 use crate::cli::Cli;
 use crate::cli::StdinMode;
-use crate::cli::checks::{check_success_codes, check_successes, hook_command};
+use crate::cli::checks::{check_exit_lists, check_success_codes, check_successes, hook_command};
 use crate::cli::deadline::{self, OuterDeadline};
 use crate::cli::generate::Kind as GenerateKind;
 use crate::policy::backoff::Policy;
@@ -192,6 +192,10 @@ impl Config {
                 ("--stop-on-exit", union(&cli.stop_on_exit).as_ref()),
                 ("--retry-on-exit", union(&cli.retry_on_exit).as_ref()),
             ],
+        )?;
+        check_exit_lists(
+            union(&cli.retry_on_exit).as_ref(),
+            union(&cli.stop_on_exit).as_ref(),
         )?;
         let hooks = Hooks {
             on_retry: hook_command("--on-retry", cli.on_retry)?,

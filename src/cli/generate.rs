@@ -33,9 +33,48 @@ pub(crate) fn generate(
         Kind::Elvish => Shell::Elvish,
         Kind::Powershell => Shell::PowerShell,
     };
-    clap_complete::generate(shell, &mut command, "retry", out);
-    Ok(())
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "retry", &mut script);
+    out.write_all(&script)?;
+    // Past `--` the words are a command line of their own: complete it as
+    // one (zsh does already, from the COMMAND argument's value hint).
+    match kind {
+        Kind::Bash => out.write_all(BASH_COMMAND.as_bytes()),
+        Kind::Fish => out.write_all(FISH_COMMAND.as_bytes()),
+        _ => Ok(()),
+    }
 }
+
+/// Bash: after `--`, the command and its own arguments (bash-completion's
+/// `_command_offset` when it is loaded, else command names).
+const BASH_COMMAND: &str = r#"
+_retry_command() {
+    local i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _command_offset >/dev/null; then
+                _command_offset $((i + 1))
+            else
+                mapfile -t COMPREPLY < <(compgen -c -- "${COMP_WORDS[COMP_CWORD]}")
+            fi
+            return 0
+        fi
+    done
+    _retry "$@"
+}
+complete -F _retry_command -o bashdefault -o default retry
+"#;
+
+/// Fish: after `--`, what fish would complete for the command line there.
+const FISH_COMMAND: &str = r"function __retry_complete_command
+    set -l words (commandline -opc)
+    set -l at (contains -i -- -- $words)
+    or return
+    set -l line $words[(math $at + 1)..-1] (commandline -ct)
+    complete -C (string join -- ' ' (string escape -- $line))
+end
+complete -c retry -n 'contains -- -- (commandline -opc)' -f -a '(__retry_complete_command)'
+";
 
 const ALGORITHM: &[&str] = &[
     "The ceiling for the retry after the n-th failure (n counted from 0) is min(cap, delay * multiplier^n), computed without overflow for any n. The sleep is drawn under it by the jitter kind: none sleeps the ceiling; full draws uniformly from [0, ceiling] (the default: many clients failing together then come back spread out instead of all at once); equal sleeps ceiling/2 plus a uniform draw from [0, ceiling/2]; decorrelated draws min(cap, uniform in [delay, 3 * previous sleep]); a proportion P multiplies the ceiling by a uniform draw from [1-P, 1+P], clamped to the cap.",

@@ -14,6 +14,7 @@ pub(crate) mod deadline;
 pub(crate) mod explain;
 mod explain_rules;
 pub(crate) mod generate;
+mod natural;
 mod parsers;
 
 use std::ffi::OsString;
@@ -27,7 +28,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 use crate::cli::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
-use parsers::{PatternParser, parse_preset, parse_state_name};
+use parsers::{JITTERS, PRESETS, PatternParser, parse_state_name};
 
 /// `--stdin`: what each attempt reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -114,7 +115,7 @@ pub(crate) struct Cli {
     pub(crate) cap: Duration,
 
     /// How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)
-    #[arg(short = 'j', long, value_name = "KIND", default_value = "full", value_parser = values::parse_jitter, allow_hyphen_values = true, help_heading = BACKOFF)]
+    #[arg(short = 'j', long, value_name = "KIND", default_value = "full", value_parser = JITTERS, hide_possible_values = true, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) jitter: Jitter,
 
     /// Sleep a random time in [0, DURATION) before the first attempt (spreads out fleets of cron jobs)
@@ -123,11 +124,11 @@ pub(crate) struct Cli {
 
     // ---- Limits ----
     /// Budget for the whole run from retry's start: no sleep starts that would end past it, and a running attempt is terminated when it expires. Given to the command as RETRY_DEADLINE; a retry that finds RETRY_DEADLINE cuts its own --max-time to what is left
-    #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
+    #[arg(short = 't', long, value_name = "DURATION", value_parser = values::parse_limit, allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) max_time: Option<Duration>,
 
     /// Limit for each attempt; an attempt over it is terminated and counts as a transient failure (permanent with --stop-on-timeout)
-    #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = LIMITS)]
+    #[arg(short = 'T', long, value_name = "DURATION", value_parser = values::parse_limit, allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) timeout: Option<Duration>,
 
     /// After terminating an attempt with SIGTERM, wait this long, then SIGKILL its process group
@@ -160,7 +161,7 @@ pub(crate) struct Cli {
     pub(crate) scan_stdout: bool,
 
     /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml
-    #[arg(long, value_name = "NAME", value_parser = parse_preset, help_heading = CLASSIFY)]
+    #[arg(long, value_name = "NAME", value_parser = PRESETS, hide_possible_values = true, help_heading = CLASSIFY)]
     pub(crate) preset: Option<String>,
 
     /// Sleep as long as a 'Retry-After:' header line in the scanned output says (implied by the curl and wget presets)
@@ -329,6 +330,7 @@ pub(crate) struct Cli {
     /// The command to run, and its arguments (passed verbatim, no shell)
     #[arg(
         value_name = "COMMAND",
+        value_hint = clap::ValueHint::CommandWithArguments,
         trailing_var_arg = true,
         num_args = 1..,
         required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset", "budget_status", "budget_reset", "preset"]
@@ -395,10 +397,13 @@ impl Cli {
     pub(crate) fn parse_from_os(
         args: impl IntoIterator<Item = OsString>,
     ) -> Result<Cli, clap::Error> {
-        let mut command = Cli::command();
+        let mut command = natural::with_natural_names(Cli::command());
         let matches = command.try_get_matches_from_mut(args)?;
         check_needs_a_store(&mut command, &matches)?;
-        Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))
+        natural::refuse_retry_counts(&mut command, &matches)?;
+        let mut cli = Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))?;
+        cli.attempts = cli.attempts.or(natural::attempts_alias(&matches));
+        Ok(cli)
     }
 }
 
@@ -408,7 +413,7 @@ mod tests {
 
     #[test]
     fn clap_definition_is_consistent() {
-        Cli::command().debug_assert();
+        natural::with_natural_names(Cli::command()).debug_assert();
     }
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {

@@ -15,6 +15,54 @@ pub(super) fn parse_preset(text: &str) -> Result<String, String> {
     crate::presets::schema::check_name(text).map(|()| text.to_string())
 }
 
+/// A value parser that also names the values a shell should complete
+/// (`--preset`, `--jitter`), without limiting the values it accepts: a
+/// user preset, a jitter proportion.
+#[derive(Clone, Copy)]
+pub(super) struct Suggesting<T: 'static> {
+    pub(super) parse: fn(&str) -> Result<T, String>,
+    pub(super) values: fn() -> Vec<&'static str>,
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Suggesting<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        self.parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            (self.values)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// `--preset`: the built-in presets and the reserved words.
+pub(super) const PRESETS: Suggesting<String> = Suggesting {
+    parse: parse_preset,
+    values: || {
+        let mut names: Vec<&str> = crate::presets::builtin_names().collect();
+        names.extend(crate::presets::schema::RESERVED);
+        names
+    },
+};
+
+/// `--jitter`: the kinds by name (a proportion is typed).
+pub(super) const JITTERS: Suggesting<crate::values::Jitter> = Suggesting {
+    parse: crate::values::parse_jitter,
+    values: || vec!["full", "equal", "decorrelated", "none"],
+};
+
 /// Circuit and budget names become file names and keys.
 pub(super) fn parse_state_name(text: &str) -> Result<String, String> {
     crate::circuit::check_name(text).map(|()| text.to_string())

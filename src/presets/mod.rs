@@ -248,6 +248,11 @@ fn parse_builtin(file: &builtin::File) -> Vec<Preset> {
     .expect("built-in presets are valid (a unit test checks them)")
 }
 
+/// The built-in presets' names, for shell completion (nothing parsed).
+pub(crate) fn builtin_names() -> impl Iterator<Item = &'static str> {
+    builtin::INDEX.iter().map(|entry| entry.name)
+}
+
 /// Every built-in preset, in file order.
 pub(crate) fn builtins() -> Vec<Preset> {
     builtin::FILES.iter().flat_map(parse_builtin).collect()

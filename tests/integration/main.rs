@@ -19,6 +19,7 @@ mod house;
 mod io;
 mod jobs;
 mod messages;
+mod newcomer;
 mod outputs;
 mod package;
 mod patterns;

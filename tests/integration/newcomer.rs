@@ -1,0 +1,273 @@
+//! What a newcomer types and reads: other tools' names for the attempt
+//! count, the command line as retry shows it, verdicts that name what
+//! decided them, flags that contradict each other, circuits used with other
+//! settings, durations as coreutils `timeout` reads them, and completion.
+
+use std::process::Stdio;
+
+use crate::util::*;
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn tries_and_times_count_attempts_like_attempts() {
+    for (flag, count) in [("--tries", 2), ("--times", 3), ("--tries=4", 4)] {
+        let (flag, value) = match flag.split_once('=') {
+            Some((flag, value)) => (flag, value.to_string()),
+            None => (flag, count.to_string()),
+        };
+        let (output, attempts) = counted(&[flag, &value, "-d", "1ms"], "exit 3");
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{flag}: {}",
+            stderr_of(&output)
+        );
+        assert_eq!(attempts, count, "{flag} {value}");
+    }
+    // A bad value names the flag that was typed.
+    let (output, attempts) = counted(&["--tries", "0"], "exit 3");
+    assert_eq!(output.status.code(), Some(125));
+    assert!(
+        stderr_of(&output).contains("'--tries <N>'"),
+        "{}",
+        stderr_of(&output)
+    );
+    assert_eq!(attempts, 0);
+    // One count only.
+    let (output, attempts) = counted(&["--times", "2", "-n", "3"], "exit 3");
+    assert_eq!(output.status.code(), Some(125));
+    assert_eq!(attempts, 0);
+}
+
+#[test]
+fn retry_counts_are_refused_with_the_attempts_they_mean() {
+    for (flag, value, meant) in [
+        ("--retries", "3", "-n 4 (--attempts 4)"),
+        ("--max-retries", "2", "-n 3 (--attempts 3)"),
+        ("--retry", "3", "-n 4 (--attempts 4)"),
+        ("--retries", "unlimited", "-n unlimited"),
+    ] {
+        let (output, attempts) = counted(&[flag, value, "-d", "1ms"], "exit 3");
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(125), "{flag}: {stderr}");
+        assert_eq!(attempts, 0, "{flag}: nothing runs");
+        assert!(stderr.contains(&format!("{flag} {value}: ")), "{stderr}");
+        assert!(stderr.contains(meant), "{flag} {value}: {stderr}");
+        assert!(stderr.contains("the first one included"), "{stderr}");
+        // No tip for a flag of another meaning.
+        assert!(
+            !stderr.contains("--on-retry") && !stderr.contains("similar"),
+            "{stderr}"
+        );
+    }
+    // Hidden: help and completion show -n/--attempts only.
+    let help = retry().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for hidden in [
+        "--tries",
+        "--times",
+        "--retries",
+        "--max-retries",
+        "--retry ",
+    ] {
+        assert!(!help.contains(hidden), "{hidden} in --help");
+    }
+}
+
+#[test]
+fn the_command_is_shown_shell_quoted() {
+    let output = retry_std()
+        .args([
+            "-v",
+            "-n",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo a; exit 3",
+            "it's",
+            "a\nb",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(r"attempt 1/1: sh -c 'echo a; exit 3' 'it'\''s' $'a\nb'"),
+        "{stderr}"
+    );
+    // What is shown is what a shell runs again.
+    let line = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("retry: attempt 1/1: "))
+        .unwrap();
+    let echoed = std::process::Command::new("bash")
+        .args(["-c", &format!("printf '%s|' {line}")])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&echoed.stdout),
+        "sh|-c|echo a; exit 3|it's|a\nb|"
+    );
+}
+
+#[test]
+fn a_verdict_decided_by_a_flag_names_the_flag_not_the_preset() {
+    // A command named curl (the curl preset applies by its name) that
+    // fails as curl does when a connection is refused.
+    let dir = scratch();
+    let curl = script(
+        dir.path(),
+        "curl",
+        "#!/bin/sh\necho 'curl: (7) Failed to connect' >&2\nexit 7\n",
+    );
+    let curl = curl.to_str().unwrap();
+    for (flag, codes, said) in [
+        ("--stop-on-exit", "7", "exit 7 is in --stop-on-exit"),
+        ("--retry-on-exit", "6", "exit 7 is not in --retry-on-exit"),
+    ] {
+        let output = retry_std()
+            .args(["-n", "2", "-d", "1ms", flag, codes, "--", curl])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(7), "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+        assert!(!stderr.contains("preset curl"), "{flag}: {stderr}");
+    }
+    // Decided by the preset: named as before.
+    let output = retry_std()
+        .args(["-n", "1", "--", curl])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        stderr_of(&output).contains("preset curl"),
+        "{}",
+        stderr_of(&output)
+    );
+}
+
+#[test]
+fn one_code_in_both_exit_lists_is_a_usage_error() {
+    let (output, attempts) = counted(
+        &["--retry-on-exit", "1-10", "--stop-on-exit", "5"],
+        "exit 5",
+    );
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(125), "{stderr}");
+    assert_eq!(attempts, 0);
+    assert!(
+        stderr.contains("--retry-on-exit 1-10 and --stop-on-exit 5 both list exit code 5"),
+        "{stderr}"
+    );
+    // Lists that do not meet are fine.
+    let (output, attempts) = counted(
+        &["-d", "1ms", "--retry-on-exit", "1-4", "--stop-on-exit", "5"],
+        "exit 5",
+    );
+    assert_eq!(output.status.code(), Some(5), "{}", stderr_of(&output));
+    assert_eq!(attempts, 1);
+}
+
+#[test]
+fn a_circuit_stored_with_other_settings_is_said() {
+    let dir = scratch();
+    let state = dir.path().join("state");
+    let run = |threshold: &str| {
+        let output = retry_std()
+            .args([
+                "-n",
+                "1",
+                "--circuit",
+                "db",
+                "--circuit-threshold",
+                threshold,
+            ])
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["--", "false"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", stderr_of(&output));
+        stderr_of(&output)
+    };
+    let first = run("5");
+    assert!(!first.contains("was stored with"), "{first}");
+    let other = run("4");
+    assert!(
+        other.contains("circuit db was stored with --circuit-threshold 5, --circuit-cooldown 1m")
+            && other.contains("this run uses --circuit-threshold 4"),
+        "{other}"
+    );
+    // The same settings again: nothing to say.
+    let same = run("4");
+    assert!(!same.contains("was stored with"), "{same}");
+}
+
+#[test]
+fn durations_read_as_timeout_reads_them_or_refused_saying_why() {
+    // Too small for a double, yet positive: 1 ns, so the attempt times out.
+    let (output, attempts) = counted(&["-n", "1", "-T", "1e-10000"], "sleep 5");
+    assert_eq!(output.status.code(), Some(124), "{}", stderr_of(&output));
+    assert!(attempts <= 1);
+    // 0 is no limit to timeout(1): refused here, saying what to do.
+    for flag in ["-T", "--max-time"] {
+        let (output, attempts) = counted(&[flag, "0"], "exit 0");
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(125), "{stderr}");
+        assert_eq!(attempts, 0);
+        assert!(stderr.contains("leave the flag out"), "{stderr}");
+    }
+}
+
+#[test]
+fn completion_offers_presets_jitters_and_commands_after_the_separator() {
+    let script_text = retry()
+        .args(["--generate", "bash"])
+        .output()
+        .unwrap()
+        .stdout;
+    let dir = scratch();
+    let completion = dir.path().join("retry.bash");
+    std::fs::write(&completion, script_text).unwrap();
+    let complete = |words: &str| {
+        let body = format!(
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             cur=${{COMP_WORDS[COMP_CWORD]}}; prev=${{COMP_WORDS[COMP_CWORD-1]}}; \
+             _retry_command retry \"$cur\" \"$prev\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            completion.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &body])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let presets = complete("retry --preset ''");
+    for name in ["curl", "git", "none", "list"] {
+        assert!(presets.lines().any(|l| l == name), "{name} in {presets}");
+    }
+    let jitters = complete("retry -j ''");
+    for kind in ["full", "equal", "decorrelated", "none"] {
+        assert!(jitters.lines().any(|l| l == kind), "{kind} in {jitters}");
+    }
+    let commands = complete("retry -n 3 -- ech");
+    assert!(commands.lines().any(|l| l == "echo"), "{commands}");
+    let zsh = retry().args(["--generate", "zsh"]).output().unwrap().stdout;
+    let zsh = String::from_utf8_lossy(&zsh);
+    assert!(zsh.contains(":_cmdambivalent"), "zsh completes the command");
+    assert!(zsh.contains("(full equal decorrelated none)"));
+    let fish = retry()
+        .args(["--generate", "fish"])
+        .output()
+        .unwrap()
+        .stdout;
+    assert!(String::from_utf8_lossy(&fish).contains("__retry_complete_command"));
+}
