@@ -295,7 +295,9 @@ fn the_attempt_limit_is_the_smaller_of_timeout_and_the_rest_of_max_time() {
 /// Start retry in the background with `args`; returns the child and a
 /// marker file that the attempt creates when it has started.
 fn start_in_background(args: &[&str], dir: &std::path::Path) -> std::process::Child {
-    retry_std()
+    // The signals these tests send reach retry at their default action,
+    // also when the suite runs under nohup.
+    retry_std_default_signals()
         .args(args)
         // What a run killed with SIGKILL leaves (its private run directory)
         // stays in the test's scratch directory.

@@ -164,7 +164,13 @@ fn the_release_scripts_pass_shellcheck() {
         return;
     }
     let out = Command::new("shellcheck")
-        .args(["scripts/release", "scripts/install", "scripts/package"])
+        .args([
+            "scripts/release",
+            "scripts/install",
+            "scripts/package",
+            "scripts/test",
+            "scripts/stress-tests",
+        ])
         .current_dir(ROOT)
         .output()
         .unwrap();

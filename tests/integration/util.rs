@@ -30,6 +30,17 @@ pub(crate) fn retry_std() -> std::process::Command {
     command
 }
 
+/// [`retry_std`] with every signal at its default action, whatever the
+/// suite inherited (`nohup` ignores SIGHUP; a script's background job
+/// ignores SIGINT and SIGQUIT; an ignored signal stays ignored for retry,
+/// as it should): for the tests that send retry those signals.
+pub(crate) fn retry_std_default_signals() -> std::process::Command {
+    let mut command = std::process::Command::new("env");
+    command.arg("--default-signal").arg(BIN);
+    scrub(&mut command);
+    command
+}
+
 fn scrub(command: &mut std::process::Command) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
