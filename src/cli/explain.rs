@@ -15,7 +15,7 @@ use crate::cli::config::Config;
 use crate::cli::config::GIVE_UP_LIMIT;
 use crate::cli::explain_rules;
 use crate::policy::backoff::Policy;
-use crate::text::{sanitize_line, shell_word};
+use crate::text::{sanitize_line, shell_command, shell_word};
 use crate::values::Jitter;
 use crate::values::human;
 
@@ -259,6 +259,13 @@ pub(crate) fn render(config: &Config) -> String {
         out,
         "Sleeps only; each attempt's own run time comes on top."
     );
+    if !config.command.is_empty() {
+        let _ = writeln!(
+            out,
+            "Command: {}",
+            sanitize_line(&shell_command(&config.command), 200)
+        );
+    }
     for warning in &config.warnings {
         let _ = writeln!(out, "Note: {warning}.");
     }

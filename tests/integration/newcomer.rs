@@ -113,6 +113,16 @@ fn the_command_is_shown_shell_quoted() {
         String::from_utf8_lossy(&echoed.stdout),
         "sh|-c|echo a; exit 3|it's|a\nb|"
     );
+    // --explain shows it the same way.
+    let explained = retry()
+        .args(["--explain", "-n", "2", "--", "sh", "-c", "echo a; exit 3"])
+        .output()
+        .unwrap();
+    let explained = String::from_utf8_lossy(&explained.stdout);
+    assert!(
+        explained.contains("\nCommand: sh -c 'echo a; exit 3'\n"),
+        "{explained}"
+    );
 }
 
 #[test]
