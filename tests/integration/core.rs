@@ -430,8 +430,12 @@ fn max_time_alone_means_unlimited_attempts_and_no_sleep_past_it() {
         "false",
     ]);
     let elapsed = started.elapsed();
-    assert_eq!(out.status.code(), Some(1));
     let done = events.last().unwrap();
+    // On a loaded machine the last `false` may still be starting when the
+    // budget ends: it is then terminated, as the contract says (124, the
+    // done event's timed_out). Either way no sleep went past the budget.
+    let cut = done["timed_out"] == true;
+    assert_eq!(out.status.code(), Some(if cut { 124 } else { 1 }), "{done}");
     assert_eq!(done["outcome"], "deadline");
     let attempts = done["attempts"].as_u64().unwrap();
     assert!(
@@ -446,7 +450,9 @@ fn max_time_alone_means_unlimited_attempts_and_no_sleep_past_it() {
     );
     // Gave up before the budget ran out rather than sleep past it.
     assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
-    assert!(done["elapsed_ms"].as_u64().unwrap() < 700);
+    if !cut {
+        assert!(done["elapsed_ms"].as_u64().unwrap() < 700, "{done}");
+    }
 }
 
 #[test]
