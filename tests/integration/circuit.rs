@@ -132,8 +132,16 @@ fn thirty_processes_after_the_cooldown_make_exactly_one_probe() {
             .code(1);
     }
     std::thread::sleep(Duration::from_millis(350));
-    let probe = format!("{}; sleep 0.5", tally(dir.path(), "probes"));
-    let children: Vec<_> = (0..30)
+    // The probe holds until the others have been answered (not for a fixed
+    // time: on a loaded machine the last of 30 starts could come after it
+    // ended and closed the circuit, and rightly run).
+    let release = dir.path().join("release");
+    let probe = format!(
+        "{}; while [ ! -e '{}' ]; do sleep 0.02; done",
+        tally(dir.path(), "probes"),
+        release.display()
+    );
+    let mut children: Vec<_> = (0..30)
         .map(|_| {
             retry_std()
                 .arg("-q")
@@ -146,6 +154,19 @@ fn thirty_processes_after_the_cooldown_make_exactly_one_probe() {
                 .unwrap()
         })
         .collect();
+    // 29 refusals, or a limit (a second probe would hold too).
+    let waiting = Instant::now();
+    while waiting.elapsed() < Duration::from_secs(30)
+        && children
+            .iter_mut()
+            .map(|c| c.try_wait().unwrap().is_some())
+            .filter(|&ended| ended)
+            .count()
+            < 29
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(&release, "").unwrap();
     let codes: Vec<i32> = children
         .into_iter()
         .map(|mut c| c.wait().unwrap().code().unwrap())

@@ -450,9 +450,10 @@ fn max_time_alone_means_unlimited_attempts_and_no_sleep_past_it() {
     );
     // Gave up before the budget ran out rather than sleep past it.
     assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
-    if !cut {
-        assert!(done["elapsed_ms"].as_u64().unwrap() < 700, "{done}");
-    }
+    // No sleep was started that the budget would have cut: the run ended
+    // on its last attempt (a clock reading, done's elapsed_ms, can land a
+    // little past 700 ms on a loaded machine; the events cannot).
+    assert_eq!(events[events.len() - 2]["event"], "attempt", "{events:?}");
 }
 
 #[test]
