@@ -401,9 +401,8 @@ impl Cli {
         let matches = command.try_get_matches_from_mut(args)?;
         check_needs_a_store(&mut command, &matches)?;
         natural::refuse_retry_counts(&mut command, &matches)?;
-        let mut cli = Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))?;
-        cli.attempts = cli.attempts.or(natural::attempts_alias(&matches));
-        Ok(cli)
+        let cli = Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))?;
+        Ok(natural::with_alias(cli, &matches))
     }
 }
 

@@ -13,6 +13,7 @@
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Command};
 
+use super::Cli;
 use crate::values::{self, AttemptLimit};
 
 /// Aliases of `--attempts`: the same count, the first attempt included.
@@ -52,11 +53,13 @@ pub(super) fn with_natural_names(mut command: Command) -> Command {
     )
 }
 
-/// The attempt limit given as `--tries` or `--times`, if one was.
-pub(super) fn attempts_alias(matches: &ArgMatches) -> Option<AttemptLimit> {
-    ATTEMPT_ALIASES
+/// `cli` with the attempt limit given as `--tries` or `--times`, if one was.
+pub(super) fn with_alias(mut cli: Cli, matches: &ArgMatches) -> Cli {
+    let alias = ATTEMPT_ALIASES
         .iter()
-        .find_map(|name| matches.get_one::<AttemptLimit>(name).copied())
+        .find_map(|name| matches.get_one::<AttemptLimit>(name).copied());
+    cli.attempts = cli.attempts.or(alias);
+    cli
 }
 
 /// Refuse a retry count, saying how many attempts it means.

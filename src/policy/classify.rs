@@ -98,8 +98,8 @@ pub(crate) fn classify(observation: &Observation<'_>, rules: &Rules) -> Verdict 
     // The response's own word is better evidence than a preset's reading
     // of its status (GitHub answers a spent quota with 403); the user's
     // flags and the hint file still win.
-    let throttled_may_override =
-        verdict.class == Class::Transient || (verdict.class == Class::Permanent && by == By::Preset);
+    let throttled_may_override = verdict.class == Class::Transient
+        || (verdict.class == Class::Permanent && by == By::Preset);
     if throttled_may_override && let Some(why) = &observation.throttling {
         verdict.class = Class::Throttled;
         verdict
