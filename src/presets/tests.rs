@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::show::to_toml;
 use super::*;
 use crate::policy::classify::{Class, Observation, classify};
 use crate::policy::rules::Rules;

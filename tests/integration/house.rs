@@ -33,7 +33,7 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap();
+            let code = non_test_code(&text);
             let names = graph.entry(module.clone()).or_default();
             for name in crate_names(code) {
                 if name != module {
@@ -134,7 +134,7 @@ fn the_loop_finder_finds_loops() {
 const MOST_LINES: usize = 450;
 
 /// Every non-test source file under src/, relative to it, with its
-/// non-test code: the text before its first `#[cfg(test)]`. A file that is
+/// non-test code (`non_test_code`). A file that is
 /// test code as a whole is left out: one its parent declares under
 /// `#[cfg(test)]` (`#[cfg(test)] mod fixtures;`), anything under such a
 /// module's folder, and a file whose first item is under `#[cfg(test)]`.
@@ -176,7 +176,7 @@ fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
             !test_only.iter().any(|t| path.starts_with(t)) && !starts_with_test_item(text)
         })
         .map(|(path, text)| {
-            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            let code = non_test_code(&text).to_string();
             (path, code)
         })
         .collect()
@@ -371,4 +371,28 @@ fn unsafe_lives_in_sys() {
         "`unsafe` outside src/sys/ (move it behind a safe function there): {}",
         found.join(", ")
     );
+}
+
+/// A file's code without its test module: the text before the first
+/// `#[cfg(test)]` that stands on a `mod` (test-only items above it, such as a
+/// counter under `#[cfg(test)]`, still count as the file's code).
+fn non_test_code(text: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = text[from..].find("#[cfg(test)]") {
+        let start = from + at;
+        let mut item = text[start + "#[cfg(test)]".len()..].trim_start();
+        // Other attributes on the same item: `#[allow(...)] // why`.
+        while item.starts_with("#[") {
+            item = item
+                .split_once('\n')
+                .map_or("", |(_, rest)| rest)
+                .trim_start();
+        }
+        let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+        if item.starts_with("mod ") {
+            return &text[..start];
+        }
+        from = start + 1;
+    }
+    text
 }

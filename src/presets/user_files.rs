@@ -1,0 +1,144 @@
+//! User presets files: read only when ours alone to write (as OpenSSH's
+//! `StrictModes` judges `~/.ssh/config`), bounded, and parsed into layers.
+
+use std::io::Read;
+use std::path::Path;
+
+use super::Sources;
+use super::schema::{self, Origin, Preset, Strictness};
+
+/// The most a user presets file may hold.
+const USER_FILE_LIMIT: u64 = 1024 * 1024;
+
+/// One user file, read and checked.
+pub(super) struct Layer {
+    pub(super) presets: Vec<Preset>,
+}
+
+/// Read a user presets file: a regular file (a symlink to one is fine: it
+/// is the user's own configuration), at most 1 MiB, UTF-8. `Ok(None)` when
+/// nothing is there and nothing had to be.
+///
+/// A file at a default place (not named by `RETRY_PRESETS`) that is not
+/// ours to use (unreadable to us, another user's, writable by others: a run
+/// under another user's `HOME`) is ignored with a warning: another user can
+/// neither decide how our runs judge failures nor make them fail.
+fn read_user_file(path: &Path, required: bool) -> Result<UserFile, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    let mut file = match file {
+        Ok(file) => file,
+        Err(err)
+            if !required && matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) =>
+        {
+            return Ok(UserFile::Missing);
+        }
+        Err(err) if required => {
+            return Err(format!("RETRY_PRESETS names {shown}: {err}"));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Ok(UserFile::Ignored(format!(
+                "presets file {shown} cannot be read ({err}): ignored"
+            )));
+        }
+        Err(err) => return Err(format!("presets file {shown}: {err}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|err| format!("presets file {shown}: {err}"))?;
+    if !meta.file_type().is_file() {
+        let kind = crate::safe_fs::Kind::of(meta.file_type());
+        return Err(format!(
+            "presets file {shown} is {}, not a regular file",
+            kind.described()
+        ));
+    }
+    if let Some(problem) = others_may_write(&meta) {
+        let why = "or another user could decide how retry judges failures (as ssh refuses such a config file)";
+        if required {
+            return Err(format!(
+                "presets file {shown} {problem}: refusing it, {why}"
+            ));
+        }
+        return Ok(UserFile::Ignored(format!(
+            "presets file {shown} {problem}: ignored, {why}"
+        )));
+    }
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(USER_FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("presets file {shown}: {err}"))?;
+    if bytes.len() as u64 > USER_FILE_LIMIT {
+        return Err(format!("presets file {shown} is larger than 1 MiB"));
+    }
+    String::from_utf8(bytes).map(UserFile::Text).map_err(|err| {
+        format!(
+            "presets file {shown}: not UTF-8 (at byte {})",
+            err.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Why a presets file is not ours alone to write, as OpenSSH's `StrictModes`
+/// judges `~/.ssh/config`: it must belong to us or root, and no one else
+/// may write it (a group that is our own may). `None`: it is ours alone.
+fn others_may_write(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!(
+            "belongs to another user (uid {}), not to you or root",
+            meta.uid()
+        ));
+    }
+    let group_of_others = meta.gid() != rustix::process::getegid().as_raw();
+    if mode & 0o002 != 0 || (mode & 0o020 != 0 && group_of_others) {
+        return Some(format!(
+            "is writable by others (mode {mode:04o}; chmod go-w)"
+        ));
+    }
+    None
+}
+
+/// What a user presets file gave.
+enum UserFile {
+    Missing,
+    Text(String),
+    /// Not used, and why (a warning).
+    Ignored(String),
+}
+
+/// The user layers that exist, in order; the files ignored are said in
+/// `notes`.
+pub(super) fn user_layers(
+    sources: &Sources,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Layer>, String> {
+    let mut layers = Vec::new();
+    for (path, required) in sources.files() {
+        let text = match read_user_file(path, required)? {
+            UserFile::Text(text) => text,
+            UserFile::Missing => continue,
+            UserFile::Ignored(why) => {
+                notes.push(why);
+                continue;
+            }
+        };
+        let shown = path.display().to_string();
+        let presets = schema::parse(
+            &text,
+            &shown,
+            &Origin::File(shown.clone()),
+            Strictness::User,
+        )
+        .map_err(|errors| format!("presets file {errors}"))?;
+        layers.push(Layer { presets });
+    }
+    Ok(layers)
+}
