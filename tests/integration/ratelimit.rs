@@ -426,3 +426,29 @@ fn response_headers_in_the_hint_file_are_read_without_retry_after() {
     );
     assert!(events.iter().all(|e| e["event"] != "warning"), "{events:?}");
 }
+
+#[test]
+fn a_response_with_many_headers_in_the_hint_file_is_read_not_refused_as_too_long() {
+    // Real APIs send kilobytes of headers (policies, cookies, tracing): the
+    // hint file that `curl -D` writes is not one word's few bytes.
+    assert!(curl_available(), "curl is needed for this test");
+    let padding: String = (0..80)
+        .map(|i| format!("X-Padding-{i}: {}\r\n", "a".repeat(100)))
+        .collect();
+    let (port, served) = fails_once(
+        "429 Too Many Requests",
+        format!("{padding}Retry-After: 1\r\n"),
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let command = format!("curl -fsS -D \"$RETRY_HINT_FILE\" -o /dev/null {url}");
+    let (out, events) = json_lenient(&["-d", "1ms", "--", "sh", "-c", &command]);
+    assert!(out.status.success(), "{events:?}");
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert!(events.iter().all(|e| e["event"] != "warning"), "{events:?}");
+    assert_eq!(event(&events, "attempt")["outcome"], "throttled");
+    let sleep = event(&events, "sleep");
+    assert_eq!(
+        (&sleep["header"], &sleep["delay_ms"]),
+        (&"Retry-After".into(), &1000.into())
+    );
+}
