@@ -452,3 +452,23 @@ fn a_response_with_many_headers_in_the_hint_file_is_read_not_refused_as_too_long
         (&"Retry-After".into(), &1000.into())
     );
 }
+
+#[test]
+fn a_flood_of_ratelimit_lines_is_read_in_linear_time_and_the_success_stands() {
+    // Each `RateLimit:` line joins one list: joined by copying the list so
+    // far, 100,000 lines (2.3 MB) took retry 17 s, past -T, and a command
+    // that had exited 0 at once was judged timed out (124).
+    let (out, events) = json_lenient(&[
+        "--retry-after",
+        "-T",
+        "10s",
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "yes 'RateLimit: \"a\";r=1;t=1' | head -n 100000 >&2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{events:?}");
+    assert_eq!(event(&events, "done")["outcome"], "success");
+}
