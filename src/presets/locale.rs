@@ -91,10 +91,7 @@ pub(crate) fn messages_in_c(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Me
     }
     if let Some(language) = language {
         vars.push(("LANGUAGE", OsString::new()));
-        changes.push(format!(
-            "LANGUAGE={} is emptied",
-            shown(&language)
-        ));
+        changes.push(format!("LANGUAGE={} is emptied", shown(&language)));
     }
     Some(MessagesInC {
         vars,

@@ -195,9 +195,17 @@ fn an_absurd_reset_is_the_longest_wait_as_an_absurd_retry_after_is_not_ignored()
         let line = format!("X-RateLimit-Reset: {reset}");
         let (delay, header, _) = waited(&["HTTP/1.1 503", "X-RateLimit-Remaining: 0", &line])
             .unwrap_or_else(|| panic!("{reset}: no wait"));
-        assert_eq!((delay, header), (MAX_DURATION, "X-RateLimit-Reset"), "{reset}");
+        assert_eq!(
+            (delay, header),
+            (MAX_DURATION, "X-RateLimit-Reset"),
+            "{reset}"
+        );
     }
-    let spent = response(&["HTTP/1.1 503", "RateLimit-Remaining: 0", "RateLimit-Reset: 1e300"]);
+    let spent = response(&[
+        "HTTP/1.1 503",
+        "RateLimit-Remaining: 0",
+        "RateLimit-Reset: 1e300",
+    ]);
     assert_eq!(
         throttling(&spent, at(NOW)).as_deref(),
         Some("HTTP 503 with RateLimit-Reset")
