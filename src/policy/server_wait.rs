@@ -165,7 +165,14 @@ fn reset_delay(value: &str, sent: SystemTime) -> Option<(Duration, &'static str)
         let delay = Duration::try_from_secs_f64(number).ok()?;
         return Some((delay, "seconds from now"));
     };
-    let at = UNIX_EPOCH.checked_add(Duration::try_from_secs_f64(seconds).ok()?)?;
+    // Past what the clock holds: the longest wait, as for a Retry-After
+    // that no Duration holds (the limits then refuse it, with a warning).
+    let Some(at) = Duration::try_from_secs_f64(seconds)
+        .ok()
+        .and_then(|since| UNIX_EPOCH.checked_add(since))
+    else {
+        return Some((MAX_DURATION, how));
+    };
     // A reset in the past means now, not a wait.
     Some((at.duration_since(sent).unwrap_or(Duration::ZERO), how))
 }

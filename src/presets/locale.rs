@@ -19,7 +19,9 @@
 //! with variables added or replaced, and an empty locale variable is unset
 //! for every reader (POSIX: "defined and not null").
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+
+use crate::text::sanitize_line;
 
 /// The categories `LC_ALL` stands for, but for `LC_MESSAGES` (glibc's
 /// list; a system without one ignores its variable).
@@ -75,7 +77,7 @@ pub(crate) fn messages_in_c(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Me
             vars.extend(OTHER_CATEGORIES.iter().map(|name| (*name, all.clone())));
             changes.push(format!(
                 "LC_ALL={} is given as each other LC_* variable",
-                all.to_string_lossy()
+                shown(all)
             ));
         }
         vars.push(("LC_MESSAGES", OsString::from("C")));
@@ -83,16 +85,13 @@ pub(crate) fn messages_in_c(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Me
             0,
             format!(
                 "LC_MESSAGES=C (it was {})",
-                messages.unwrap_or_default().to_string_lossy()
+                shown(&messages.unwrap_or_default())
             ),
         );
     }
     if let Some(language) = language {
         vars.push(("LANGUAGE", OsString::new()));
-        changes.push(format!(
-            "LANGUAGE={} is emptied",
-            language.to_string_lossy()
-        ));
+        changes.push(format!("LANGUAGE={} is emptied", shown(&language)));
     }
     Some(MessagesInC {
         vars,
@@ -101,6 +100,12 @@ pub(crate) fn messages_in_c(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Me
             changes.join("; ")
         ),
     })
+}
+
+/// A variable's value in a message of retry's: on one short line, its
+/// controls escaped (it is the caller's text).
+fn shown(value: &OsStr) -> String {
+    sanitize_line(&value.to_string_lossy(), 60)
 }
 
 #[cfg(test)]
@@ -174,5 +179,21 @@ mod tests {
                 ("LANGUAGE", String::new())
             ]
         );
+    }
+
+    #[test]
+    fn what_is_said_quotes_the_environment_on_one_line() {
+        // A locale variable is the caller's text: it cannot forge a line
+        // of retry's, nor colour the terminal.
+        let forged = "de_DE.UTF-8\nretry: attempt 1/1 succeeded\x1b[31m";
+        for env in [
+            [("LANG", forged), ("LANGUAGE", "")],
+            [("LC_ALL", forged), ("LANGUAGE", "")],
+            [("LANG", "C"), ("LANGUAGE", forged)],
+        ] {
+            let said = with(&env).unwrap().said;
+            assert!(!said.contains(['\n', '\x1b']), "{said}");
+            assert!(said.contains("de_DE.UTF-8\\n"), "{said}");
+        }
     }
 }

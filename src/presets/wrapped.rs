@@ -258,7 +258,7 @@ fn python_module(args: &[OsString]) -> Result<Option<usize>, String> {
             return Ok(None);
         };
         for (index, c) in bundle.char_indices() {
-            let rest = &bundle[index + 1..];
+            let rest = &bundle[index + c.len_utf8()..];
             match c {
                 'c' => return Err("python -c runs code given on the command line".to_string()),
                 // `-m pip`, or `-mpip` (the module inside the word: no
@@ -476,6 +476,17 @@ mod tests {
                 "{words:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_python_option_with_a_letter_past_ascii_is_read_not_a_panic() {
+        // `-é` (or a byte that is not UTF-8, read as U+FFFD) after python:
+        // what follows a letter is cut at the letter's end, not inside it.
+        for word in ["-é", "-bé", "-b\u{fffd}"] {
+            let (command, via) = found(&["python3", word, "-m", "pip"]);
+            assert_eq!((command.as_str(), via), ("pip", vec!["python3 -m".into()]));
+        }
+        assert_eq!(found(&["python3", "-bém", "pip"]).0, "pip");
     }
 
     #[test]

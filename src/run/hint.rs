@@ -12,8 +12,10 @@ use crate::scan::Response;
 use crate::text::sanitize_line;
 use crate::values::parse_duration;
 
-/// The most a hint file may hold: one word needs a few bytes.
-const MAX_HINT_BYTES: usize = 4096;
+/// The most a hint file may hold: one word needs a few bytes, but the
+/// headers `curl -D` writes run to kilobytes (policies, cookies, tracing),
+/// and to more with redirects; curl itself takes up to 300 kB a response.
+const MAX_HINT_BYTES: usize = 256 * 1024;
 
 /// The most of a hint file's content a message quotes.
 const MAX_QUOTED_CHARS: usize = 60;
@@ -276,7 +278,7 @@ mod tests {
         std::fs::create_dir(&path).unwrap();
         std::fs::write(path.join("x"), "x").unwrap();
         assert_eq!(hint.take(), Err("hint file is a directory, ignored".into()));
-        std::fs::write(&path, vec![b' '; 4097]).unwrap();
+        std::fs::write(&path, vec![b' '; MAX_HINT_BYTES + 1]).unwrap();
         assert!(hint.take().unwrap_err().contains("too long"));
         std::fs::write(dir.join("other"), "x").unwrap();
         drop(hint);

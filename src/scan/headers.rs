@@ -38,6 +38,9 @@ pub(crate) struct Response {
 
 /// Longest value kept: a rate-limit field is short; a flood is not kept.
 const MOST_VALUE: usize = 512;
+/// Past this length the `RateLimit` list takes no more field lines (a few
+/// policies make a list; thousands of lines are a flood).
+const MOST_LIST: usize = 16 * MOST_VALUE;
 
 impl Response {
     /// Nothing of a response was seen.
@@ -74,11 +77,16 @@ impl Response {
             b"grpc-retry-pushback-ms" => &mut self.grpc_pushback_ms,
             b"ratelimit" => {
                 let value = value_of(&line[colon + 1..]);
-                self.ratelimit = Some(match self.ratelimit.take() {
-                    // Several field lines are one list.
-                    Some(before) => format!("{before}, {value}"),
-                    None => value,
-                });
+                // Several field lines are one list, joined in place (a copy
+                // per line is quadratic in a flood of them) and bounded.
+                match &mut self.ratelimit {
+                    Some(list) if list.len() >= MOST_LIST => {}
+                    Some(list) => {
+                        list.push_str(", ");
+                        list.push_str(&value);
+                    }
+                    None => self.ratelimit = Some(value),
+                }
                 return;
             }
             b"ratelimit-policy" => &mut self.ratelimit_policy,
@@ -188,5 +196,16 @@ mod tests {
         assert_eq!(response.retry_after, None);
         assert!(seen(&["see https://example.com/http/x"]).is_empty());
         assert!(seen(&["HTTP/1.1 4299 x"]).status.is_none());
+    }
+
+    #[test]
+    fn a_flood_of_ratelimit_lines_keeps_a_bounded_list() {
+        let mut response = Response::default();
+        for _ in 0..100_000 {
+            response.observe(b"RateLimit: \"a\";r=1;t=1");
+        }
+        let list = response.ratelimit.unwrap();
+        assert!(list.len() < MOST_LIST + MOST_VALUE + 2, "{}", list.len());
+        assert!(list.starts_with("\"a\";r=1;t=1, \"a\""), "{list}");
     }
 }

@@ -155,7 +155,7 @@ fn a_huge_hint_is_too_long_and_never_quoted() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("warning: hint file is too long (more than 4 KiB), ignored"),
+        stderr.contains("warning: hint file is too long (more than 256 KiB), ignored"),
         "{stderr}"
     );
     assert!(!stderr.contains("xxxxxxxxxx"), "{stderr}");

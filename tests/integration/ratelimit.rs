@@ -426,3 +426,47 @@ fn response_headers_in_the_hint_file_are_read_without_retry_after() {
     );
     assert!(events.iter().all(|e| e["event"] != "warning"), "{events:?}");
 }
+
+#[test]
+fn a_response_with_many_headers_in_the_hint_file_is_read_not_refused_as_too_long() {
+    // Real APIs send kilobytes of headers (policies, cookies, tracing): the
+    // hint file that `curl -D` writes is not one word's few bytes.
+    assert!(curl_available(), "curl is needed for this test");
+    let padding = format!("X-Padding: {}\r\n", "a".repeat(100)).repeat(80);
+    let (port, served) = fails_once(
+        "429 Too Many Requests",
+        format!("{padding}Retry-After: 1\r\n"),
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let command = format!("curl -fsS -D \"$RETRY_HINT_FILE\" -o /dev/null {url}");
+    let (out, events) = json_lenient(&["-d", "1ms", "--", "sh", "-c", &command]);
+    assert!(out.status.success(), "{events:?}");
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert!(events.iter().all(|e| e["event"] != "warning"), "{events:?}");
+    assert_eq!(event(&events, "attempt")["outcome"], "throttled");
+    let sleep = event(&events, "sleep");
+    assert_eq!(
+        (&sleep["header"], &sleep["delay_ms"]),
+        (&"Retry-After".into(), &1000.into())
+    );
+}
+
+#[test]
+fn a_flood_of_ratelimit_lines_is_read_in_linear_time_and_the_success_stands() {
+    // Each `RateLimit:` line joins one list: joined by copying the list so
+    // far, 100,000 lines (2.3 MB) took retry 17 s, past -T, and a command
+    // that had exited 0 at once was judged timed out (124).
+    let (out, events) = json_lenient(&[
+        "--retry-after",
+        "-T",
+        "10s",
+        "-n",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "yes 'RateLimit: \"a\";r=1;t=1' | head -n 100000 >&2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{events:?}");
+    assert_eq!(event(&events, "done")["outcome"], "success");
+}

@@ -185,3 +185,29 @@ fn throttling_is_429_a_503_with_a_wait_or_a_spent_quota_on_an_error() {
     assert_eq!(why(&["HTTP/2 500", "Retry-After: 3"]), None);
     assert_eq!(why(&[]), None);
 }
+
+#[test]
+fn an_absurd_reset_is_the_longest_wait_as_an_absurd_retry_after_is_not_ignored() {
+    // Past what a Duration or the system clock holds: read as the longest
+    // wait (which --max-retry-after then refuses, with a warning), not
+    // dropped as if no quota were spent.
+    for reset in ["1e300", "99999999999999999999999", "1e25"] {
+        let line = format!("X-RateLimit-Reset: {reset}");
+        let (delay, header, _) = waited(&["HTTP/1.1 503", "X-RateLimit-Remaining: 0", &line])
+            .unwrap_or_else(|| panic!("{reset}: no wait"));
+        assert_eq!(
+            (delay, header),
+            (MAX_DURATION, "X-RateLimit-Reset"),
+            "{reset}"
+        );
+    }
+    let spent = response(&[
+        "HTTP/1.1 503",
+        "RateLimit-Remaining: 0",
+        "RateLimit-Reset: 1e300",
+    ]);
+    assert_eq!(
+        throttling(&spent, at(NOW)).as_deref(),
+        Some("HTTP 503 with RateLimit-Reset")
+    );
+}
