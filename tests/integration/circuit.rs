@@ -21,19 +21,45 @@ fn circuit(dir: &std::path::Path, name: &str) -> assert_cmd::Command {
     command
 }
 
+/// A circuit opened for an hour: a run that asserts a refusal never races
+/// the cooldown, however slowly a loaded machine starts it.
+fn circuit_held_open(dir: &std::path::Path, name: &str) -> assert_cmd::Command {
+    let mut command = retry();
+    command
+        .args(circuit_args_cooling(name, "1h"))
+        .arg("--state-dir")
+        .arg(dir);
+    command
+}
+
+/// End the cooldown of open circuit `name`, as time passing would: its
+/// `open_until_ms` moves into the past, everything else is kept.
+fn end_cooldown(dir: &std::path::Path, name: &str) {
+    let path = dir.join(format!("{name}.json"));
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(state["phase"], "open", "{state}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    state["open_until_ms"] = (now - 1).into();
+    std::fs::write(&path, state.to_string()).unwrap();
+}
+
 #[test]
 fn a_circuit_opens_after_the_threshold_refuses_then_probes_and_closes() {
     let dir = state_dir();
     let ran = dir.path().join("ran");
     let tally_ran = tally(dir.path(), "ran");
     for _ in 0..2 {
-        circuit(dir.path(), "api")
+        circuit_held_open(dir.path(), "api")
             .args(["--", "sh", "-c", &format!("{tally_ran}; exit 3")])
             .assert()
             .code(3);
     }
     // Open: refused at once with 75, the command not run, a JSON done event.
-    let out = circuit(dir.path(), "api")
+    let out = circuit_held_open(dir.path(), "api")
         .args(["--log-format", "json", "--", "sh", "-c", &tally_ran])
         .output()
         .unwrap();
@@ -43,7 +69,7 @@ fn a_circuit_opens_after_the_threshold_refuses_then_probes_and_closes() {
     assert_eq!(done["outcome"], "circuit-open");
     assert_eq!(done["exit_code"], 75);
     assert_eq!(lines(dir.path(), "ran"), 2);
-    circuit(dir.path(), "api")
+    circuit_held_open(dir.path(), "api")
         .args(["--", "true"])
         .assert()
         .code(75)
@@ -51,7 +77,7 @@ fn a_circuit_opens_after_the_threshold_refuses_then_probes_and_closes() {
             predicate::str::contains("circuit api is open until")
                 .and(predicate::str::contains("not running the command")),
         );
-    circuit(dir.path(), "api")
+    circuit_held_open(dir.path(), "api")
         .arg("--circuit-status")
         .assert()
         .success()
@@ -59,13 +85,21 @@ fn a_circuit_opens_after_the_threshold_refuses_then_probes_and_closes() {
         .stdout(predicate::str::contains("failed runs in a row: 2"));
 
     // After the cooldown one run probes; its success closes the circuit.
-    std::thread::sleep(Duration::from_millis(350));
-    circuit(dir.path(), "api")
+    // (A cooldown running out in real time: the tests below.)
+    end_cooldown(dir.path(), "api");
+    circuit_held_open(dir.path(), "api")
+        .arg("--circuit-status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "circuit api: open (cooldown over: the next run probes)",
+        ));
+    circuit_held_open(dir.path(), "api")
         .args(["--", "sh", "-c", &tally_ran])
         .assert()
         .success();
     assert_eq!(lines(dir.path(), "ran"), 3);
-    circuit(dir.path(), "api")
+    circuit_held_open(dir.path(), "api")
         .arg("--circuit-status")
         .assert()
         .success()
@@ -77,6 +111,7 @@ fn a_circuit_opens_after_the_threshold_refuses_then_probes_and_closes() {
 #[test]
 fn a_failed_probe_reopens_with_the_cooldown_doubled() {
     let dir = state_dir();
+    // A real cooldown running out: 300 ms, then the next run probes.
     for _ in 0..2 {
         circuit(dir.path(), "db")
             .args(["--", "false"])
@@ -92,34 +127,109 @@ fn a_failed_probe_reopens_with_the_cooldown_doubled() {
         .arg("--circuit-status")
         .assert()
         .success()
+        .stdout(predicate::str::contains("circuit db: open"))
+        .stdout(predicate::str::contains("failed runs in a row: 3"))
         .stdout(predicate::str::contains("cooldown: 600ms"));
+    // Refused until the doubled cooldown ends: a cooldown of a minute,
+    // over, so that the refusal never races it (600 ms is less than a
+    // loaded machine may take to start the next run).
+    std::fs::write(dir.path().join("db.json"), cooldown_over()).unwrap();
+    circuit(dir.path(), "db")
+        .args(["--", "false"])
+        .assert()
+        .code(1);
+    circuit(dir.path(), "db")
+        .arg("--circuit-status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cooldown: 2m"));
     circuit(dir.path(), "db")
         .args(["--", "true"])
         .assert()
-        .code(75);
+        .code(75)
+        .stderr(predicate::str::contains("circuit db is open until"));
 }
 
 #[test]
 fn circuit_reset_closes_it() {
     let dir = state_dir();
     for _ in 0..2 {
-        circuit(dir.path(), "q")
+        circuit_held_open(dir.path(), "q")
             .args(["--", "false"])
             .assert()
             .code(1);
     }
-    circuit(dir.path(), "q")
+    circuit_held_open(dir.path(), "q")
         .args(["--", "true"])
         .assert()
         .code(75);
-    circuit(dir.path(), "q")
+    circuit_held_open(dir.path(), "q")
         .arg("--circuit-reset")
         .assert()
         .success();
-    circuit(dir.path(), "q")
+    circuit_held_open(dir.path(), "q")
         .args(["--", "true"])
         .assert()
         .success();
+}
+
+/// Start `runs` at once (retry command lines up to their `--`), each to run
+/// a command that tallies itself in `work`/probes and then holds until
+/// every run has been decided: refused, or running the command. The probe
+/// must be one however far apart a loaded machine starts the runs, so it
+/// may not end (and close the circuit, which lets later runs go ahead by
+/// right) before the last run was asked. Their outputs, in order.
+pub(crate) fn race_for_one_probe(
+    runs: Vec<std::process::Command>,
+    work: &std::path::Path,
+) -> Vec<std::process::Output> {
+    let release = work.join("release");
+    let body = format!(
+        "{}; while [ ! -e '{}' ]; do sleep 0.01; done",
+        tally(work, "probes"),
+        release.display()
+    );
+    let mut children: Vec<std::process::Child> = runs
+        .into_iter()
+        .map(|mut run| {
+            run.args(["--", "sh", "-c", &body])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Decided: every run still there is one running the command. (A hang
+    // guard only: the assertions after it say what went wrong.)
+    let end = Instant::now() + Duration::from_secs(120);
+    loop {
+        let running = children
+            .iter_mut()
+            .map(|child| child.try_wait().unwrap())
+            .filter(Option::is_none)
+            .count();
+        if running == lines(work, "probes") || Instant::now() > end {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::write(&release, "").unwrap();
+    children
+        .into_iter()
+        .map(|child| child.wait_with_output().unwrap())
+        .collect()
+}
+
+/// Exit codes, and the stderr of the runs that ran the command.
+pub(crate) fn codes_and_runners(outputs: &[std::process::Output]) -> (Vec<i32>, String) {
+    let codes = outputs.iter().map(|o| o.status.code().unwrap()).collect();
+    let runners = outputs
+        .iter()
+        .filter(|o| o.status.code() != Some(75))
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    (codes, runners)
 }
 
 #[test]
@@ -132,48 +242,28 @@ fn thirty_processes_after_the_cooldown_make_exactly_one_probe() {
             .code(1);
     }
     std::thread::sleep(Duration::from_millis(350));
-    // The probe holds until the others have been answered (not for a fixed
-    // time: on a loaded machine the last of 30 starts could come after it
-    // ended and closed the circuit, and rightly run).
-    let release = dir.path().join("release");
-    let probe = format!(
-        "{}; while [ ! -e '{}' ]; do sleep 0.02; done",
-        tally(dir.path(), "probes"),
-        release.display()
-    );
-    let mut children: Vec<_> = (0..30)
+    let runs = (0..30)
         .map(|_| {
-            retry_std()
-                .arg("-q")
+            let mut run = retry_std();
+            run.arg("-v")
                 .args(circuit_args("shared"))
                 .arg("--state-dir")
-                .arg(dir.path())
-                .args(["--", "sh", "-c", &probe])
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
+                .arg(dir.path());
+            run
         })
         .collect();
-    // 29 refusals, or a limit (a second probe would hold too).
-    let waiting = Instant::now();
-    while waiting.elapsed() < Duration::from_secs(30)
-        && children
-            .iter_mut()
-            .map(|c| c.try_wait().unwrap().is_some())
-            .filter(|&ended| ended)
-            .count()
-            < 29
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::fs::write(&release, "").unwrap();
-    let codes: Vec<i32> = children
-        .into_iter()
-        .map(|mut c| c.wait().unwrap().code().unwrap())
-        .collect();
-    assert_eq!(lines(dir.path(), "probes"), 1, "{codes:?}");
+    let outputs = race_for_one_probe(runs, dir.path());
+    let (codes, runners) = codes_and_runners(&outputs);
+    assert_eq!(lines(dir.path(), "probes"), 1, "{codes:?}\n{runners}");
     assert_eq!(codes.iter().filter(|&&c| c == 0).count(), 1, "{codes:?}");
     assert_eq!(codes.iter().filter(|&&c| c == 75).count(), 29, "{codes:?}");
+    assert!(runners.contains("circuit shared: half-open"), "{runners}");
+    // The probe succeeded: closed for the next run.
+    circuit(dir.path(), "shared")
+        .arg("--circuit-status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("circuit shared: closed"));
 }
 
 #[test]
@@ -645,7 +735,13 @@ pub(crate) fn pid_namespaces_work(test: &str) -> bool {
 pub(crate) fn one_probe_across_pid_namespaces(store: &[&str], name: &str) {
     let dir = state_dir();
     let started = dir.path().join("started");
-    let body = format!("touch '{}'; sleep 3", started.display());
+    let release = dir.path().join("release");
+    // The probe runs until the second run has been decided.
+    let body = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
+        started.display(),
+        release.display()
+    );
     let mut probe = retry_std()
         .args(circuit_args(name))
         .args(store)
@@ -666,6 +762,7 @@ pub(crate) fn one_probe_across_pid_namespaces(store: &[&str], name: &str) {
         .stdin(Stdio::null())
         .output()
         .unwrap();
+    std::fs::write(&release, "").unwrap();
     let stderr = String::from_utf8_lossy(&inside.stderr);
     assert_eq!(inside.status.code(), Some(75), "{stderr}");
     assert!(stderr.contains("another run is probing it"), "{stderr}");

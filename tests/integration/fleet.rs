@@ -122,19 +122,22 @@ impl Drop for Redis {
     }
 }
 
-/// One "host": its own state directory, the shared Redis.
-fn host_std(redis: &Redis, state: &std::path::Path, name: &str) -> Command {
+/// One "host": its own state directory, the shared Redis; circuits it
+/// opens cool down for `cooldown`.
+fn host_std(redis: &Redis, state: &std::path::Path, name: &str, cooldown: &str) -> Command {
     let mut command = retry_std();
     command
-        .arg("-q")
-        .args(circuit_args(name))
+        .arg("-v")
+        .args(circuit_args_cooling(name, cooldown))
         .args(["--state-url", &redis.url(), "--state-dir"])
         .arg(state);
     command
 }
 
+/// A host whose circuits open for an hour: a refusal never races the
+/// cooldown, however slowly a loaded machine starts the run.
 fn host(redis: &Redis, state: &std::path::Path, name: &str) -> assert_cmd::Command {
-    let mut command = assert_cmd::Command::from_std(host_std(redis, state, name));
+    let mut command = assert_cmd::Command::from_std(host_std(redis, state, name, "1h"));
     command.timeout(Duration::from_secs(60));
     command
 }
@@ -175,25 +178,27 @@ fn three_hosts_share_one_circuit_through_redis() {
         .unwrap();
     assert!(ttl > 0, "no TTL on the key: {ttl}");
 
-    // After the cooldown, the three hosts try at once: exactly one probes.
-    std::thread::sleep(Duration::from_millis(350));
-    let probe = format!("{}; sleep 0.4", tally(work.path(), "probes"));
-    let children: Vec<Child> = hosts
+    // After the cooldown (a minute, over), the three hosts try at once:
+    // exactly one probes, held until the other two have been decided.
+    let set = resp_command(
+        redis.port,
+        &[
+            b"SET",
+            b"retry:circuit:fleet",
+            crate::circuit::cooldown_over().as_bytes(),
+        ],
+    );
+    assert_eq!(set, "+OK");
+    let runs = hosts
         .iter()
-        .map(|dir| {
-            host_std(&redis, dir.path(), "fleet")
-                .args(["--", "sh", "-c", &probe])
-                .spawn()
-                .unwrap()
-        })
+        .map(|dir| host_std(&redis, dir.path(), "fleet", "1h"))
         .collect();
-    let mut codes: Vec<i32> = children
-        .into_iter()
-        .map(|mut c| c.wait().unwrap().code().unwrap())
-        .collect();
+    let outputs = crate::circuit::race_for_one_probe(runs, work.path());
+    let (mut codes, runners) = crate::circuit::codes_and_runners(&outputs);
     codes.sort_unstable();
-    assert_eq!(codes, [0, 75, 75]);
-    assert_eq!(lines(work.path(), "probes"), 1);
+    assert_eq!(codes, [0, 75, 75], "{runners}");
+    assert_eq!(lines(work.path(), "probes"), 1, "{runners}");
+    assert!(runners.contains("circuit fleet: half-open"), "{runners}");
     // The probe succeeded: closed for everyone.
     for dir in &hosts {
         host(&redis, dir.path(), "fleet")

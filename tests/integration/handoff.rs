@@ -311,16 +311,17 @@ fn give_up_exit_hands_off_a_budget_refusal_and_an_open_circuit() {
     assert_eq!(done["outcome"], "budget-exhausted");
     assert_eq!(done["command_exit_code"], 3);
 
-    // Two failed runs open the circuit; the third is refused with the code.
+    // Two failed runs open the circuit (for an hour: a loaded machine must
+    // not see the cooldown end); the third is refused with the code.
     for _ in 0..2 {
         retry()
-            .args(circuit_args("c"))
+            .args(circuit_args_cooling("c", "1h"))
             .args(["--state-dir", &state_dir, "--", "false"])
             .assert()
             .code(1);
     }
     retry()
-        .args(circuit_args("c"))
+        .args(circuit_args_cooling("c", "1h"))
         .args([
             "--state-dir",
             &state_dir,
@@ -539,14 +540,14 @@ fn a_run_whose_deadline_had_passed_tells_the_circuit_nothing() {
     for _ in 0..2 {
         retry()
             .env("RETRY_DEADLINE", &past)
-            .args(circuit_args("late"))
+            .args(circuit_args_cooling("late", "1h"))
             .args(["--state-dir", &state_dir, "--", "true"])
             .assert()
             .code(124);
     }
     // Two runs that never ran the command opened nothing.
     retry()
-        .args(circuit_args("late"))
+        .args(circuit_args_cooling("late", "1h"))
         .args(["--state-dir", &state_dir, "--", "true"])
         .assert()
         .success();

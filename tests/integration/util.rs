@@ -240,6 +240,13 @@ pub(crate) fn counted(args: &[&str], body: &str) -> (std::process::Output, usize
 /// One attempt behind circuit `name`, which opens after 2 failed runs for
 /// 300 ms: the settings every circuit test shares.
 pub(crate) fn circuit_args(name: &str) -> [&str; 8] {
+    circuit_args_cooling(name, "300ms")
+}
+
+/// [`circuit_args`] with another cooldown: a test that asserts a refusal
+/// must not race the cooldown (a loaded machine takes more than 300 ms to
+/// start the next run).
+pub(crate) fn circuit_args_cooling<'a>(name: &'a str, cooldown: &'a str) -> [&'a str; 8] {
     [
         "-n",
         "1",
@@ -248,7 +255,7 @@ pub(crate) fn circuit_args(name: &str) -> [&str; 8] {
         "--circuit-threshold",
         "2",
         "--circuit-cooldown",
-        "300ms",
+        cooldown,
     ]
 }
 
