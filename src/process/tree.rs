@@ -70,11 +70,28 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
             && p.start >= child_start
             && !before.iter().any(|b| b.pid == p.pid && b.start == p.start)
     };
-    let mut found: Vec<i32> = processes
+    let tops: Vec<i32> = processes
         .iter()
         .filter(|p| Some(p.parent) == child || adopted(p))
         .map(|p| p.pid)
         .collect();
+    with_descendants(&processes, tops)
+}
+
+/// Every process below `root` (a keeper, our unreaped child), not `root`.
+pub(super) fn descendants(root: Pid) -> Vec<Member> {
+    let root = root.as_raw_nonzero().get();
+    let processes = all_processes();
+    let children = processes
+        .iter()
+        .filter(|p| p.parent == root)
+        .map(|p| p.pid)
+        .collect();
+    with_descendants(&processes, children)
+}
+
+/// The processes named in `found` and everything below them, from one table.
+fn with_descendants(processes: &[ProcInfo], mut found: Vec<i32>) -> Vec<Member> {
     let mut next = 0;
     while next < found.len() {
         let parent = found[next];
@@ -89,32 +106,6 @@ pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member])
     processes
         .iter()
         .filter(|p| found.contains(&p.pid))
-        .map(|p| Member {
-            pid: p.pid,
-            start: p.start,
-        })
-        .collect()
-}
-
-/// Every process below `root` (a keeper, our unreaped child), not `root`.
-pub(super) fn descendants(root: Pid) -> Vec<Member> {
-    let root = root.as_raw_nonzero().get();
-    let processes = all_processes();
-    let mut found = vec![root];
-    let mut next = 0;
-    while next < found.len() {
-        let parent = found[next];
-        found.extend(
-            processes
-                .iter()
-                .filter(|p| p.parent == parent)
-                .map(|p| p.pid),
-        );
-        next += 1;
-    }
-    processes
-        .iter()
-        .filter(|p| p.pid != root && found.contains(&p.pid))
         .map(|p| Member {
             pid: p.pid,
             start: p.start,
