@@ -109,14 +109,12 @@ fn scanned(rest: &[&'static str]) -> Vec<&'static str> {
     args
 }
 
-#[test]
-fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
-    // Scanned output passed on by a pump. Before: the pump blocked in its
-    // write to the socket, and retry with it, past -t, --max-time and
-    // SIGTERM.
+/// Scanned output passed on by a pump into `stall` (stdout alone, then
+/// both streams): -t, --max-time and SIGTERM each end retry in time.
+fn scanned_output_keeps_the_limits(stall: Stall) {
     for held in [Held::Stdout, Held::Both] {
         let (status, took) = stalled(
-            Stall::Socket,
+            stall,
             held,
             &scanned(&["-t", "1s", "--", "sh", "-c", FLOOD]),
             None,
@@ -124,7 +122,7 @@ fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
         assert_eq!(status, 124, "{held:?} -t, after {took} ms");
         assert!(took < LATE_MS, "{held:?} -t: {took} ms");
         let (status, took) = stalled(
-            Stall::Socket,
+            stall,
             held,
             &scanned(&["-n", "3", "--max-time", "2s", "--", "sh", "-c", FLOOD]),
             None,
@@ -132,7 +130,7 @@ fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
         assert_eq!(status, 124, "{held:?} --max-time, after {took} ms");
         assert!(took < LATE_MS, "{held:?} --max-time: {took} ms");
         let (status, took) = stalled(
-            Stall::Socket,
+            stall,
             held,
             &scanned(&["--", "sh", "-c", FLOOD]),
             Some(Duration::from_secs(1)),
@@ -140,6 +138,14 @@ fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
         assert_eq!(status, -15, "{held:?} SIGTERM, after {took} ms");
         assert!(took < LATE_MS, "{held:?} SIGTERM: {took} ms");
     }
+}
+
+#[test]
+fn a_socket_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
+    // Scanned output passed on by a pump. Before: the pump blocked in its
+    // write to the socket, and retry with it, past -t, --max-time and
+    // SIGTERM.
+    scanned_output_keeps_the_limits(Stall::Socket);
     // --buffer-stdout: the delivery of the successful attempt's output.
     let buffered = [
         "--buffer-stdout",
@@ -202,32 +208,7 @@ fn retrys_own_lines_wait_for_a_stalled_stderr_at_most_a_second() {
 
 #[test]
 fn a_terminal_nobody_reads_holds_retry_past_no_limit_and_no_signal() {
-    for held in [Held::Stdout, Held::Both] {
-        let (status, took) = stalled(
-            Stall::Terminal,
-            held,
-            &scanned(&["-t", "1s", "--", "sh", "-c", FLOOD]),
-            None,
-        );
-        assert_eq!(status, 124, "{held:?} -t, after {took} ms");
-        assert!(took < LATE_MS, "{held:?} -t: {took} ms");
-        let (status, took) = stalled(
-            Stall::Terminal,
-            held,
-            &scanned(&["-n", "3", "--max-time", "2s", "--", "sh", "-c", FLOOD]),
-            None,
-        );
-        assert_eq!(status, 124, "{held:?} --max-time, after {took} ms");
-        assert!(took < LATE_MS, "{held:?} --max-time: {took} ms");
-        let (status, took) = stalled(
-            Stall::Terminal,
-            held,
-            &scanned(&["--", "sh", "-c", FLOOD]),
-            Some(Duration::from_secs(1)),
-        );
-        assert_eq!(status, -15, "{held:?} SIGTERM, after {took} ms");
-        assert!(took < LATE_MS, "{held:?} SIGTERM: {took} ms");
-    }
+    scanned_output_keeps_the_limits(Stall::Terminal);
     // Nothing scanned: the command fills the terminal, retry's own lines
     // meet it full.
     let fill = "timeout 1 head -c 30000000 /dev/zero; exit 1";
