@@ -1,39 +1,30 @@
 //! Signal hygiene at startup, and delivery of signals into the main loop.
 //!
-//! Signal handlers only write to a self-pipe (signal-hook's delivery, with
-//! the signal's origin); the main thread waits on that pipe with `poll` and a
-//! timeout, so one wait wakes for whichever comes first: a signal, a child
-//! changing state (SIGCHLD is in the set) or a deadline. No thread, no
-//! channel, and nothing polls a flag.
+//! Signal handlers only mark the signal (and whether the kernel sent it) and
+//! write to a self-pipe (`sys::signal_pipe`); the main thread waits on that
+//! pipe with `poll` and a timeout, so one wait wakes for whichever comes
+//! first: a signal, a child changing state (SIGCHLD is in the set) or a
+//! deadline. No thread, no channel, and nothing polls a flag.
 //!
-//! Why signal-hook and not ctrlc (the design card's crate): ctrlc cannot tell
-//! SIGINT from SIGTERM or SIGHUP, so retry could neither forward the signal it
-//! got nor die of it; and it installs its handler over `SIG_IGN`, which breaks
-//! `nohup retry ...`. signal-hook reports the signal and its origin, and we
-//! simply do not register signals the caller ignored.
+//! Why not ctrlc (the design card's crate): ctrlc cannot tell SIGINT from
+//! SIGTERM or SIGHUP, so retry could neither forward the signal it got nor
+//! die of it; and it installs its handler over `SIG_IGN`, which breaks
+//! `nohup retry ...`. We simply do not catch signals the caller ignored.
 
-use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::sys::signal;
+use crate::sys::signal_pipe::SignalPipe;
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use signal_hook::iterator::backend::SignalDelivery;
-use signal_hook::iterator::exfiltrator::WithOrigin;
-use signal_hook::low_level::siginfo::Cause;
 
-/// Set by the handlers of the terminating signals (besides the self-pipe):
-/// for the few waits that cannot watch the pipe, a state store's lock or
-/// socket, which look at it between short slices of their wait.
-static ARRIVED: AtomicBool = AtomicBool::new(false);
-
-/// Whether a terminating signal has reached retry since [`install`]. The
-/// signal itself is still handed out by [`Events`]: this only tells a wait
-/// outside the main loop to give up.
+/// Whether a terminating signal has reached retry since [`install`] (the
+/// handlers raise a flag besides writing to the pipe). The signal itself is
+/// still handed out by [`Events`]: this only tells the few waits that cannot
+/// watch the pipe (a state store's lock or socket, which look between short
+/// slices of their wait) to give up.
 pub(crate) fn terminating_arrived() -> bool {
-    ARRIVED.load(Ordering::SeqCst)
+    crate::sys::signal_pipe::ending_arrived()
 }
 
 /// The signals a terminal sends to its whole foreground process group
@@ -61,7 +52,7 @@ pub(crate) enum Event {
 
 /// The source of [`Event`]s: the self-pipe the signal handlers write to.
 pub(crate) struct Events {
-    delivery: SignalDelivery<UnixStream, WithOrigin>,
+    pipe: SignalPipe,
     /// Signals taken from the pipe but not yet handed out.
     queued: std::collections::VecDeque<Event>,
 }
@@ -104,17 +95,7 @@ pub(crate) fn install() -> Result<SignalEvents> {
     }
     handled.push(libc::SIGCONT);
 
-    let (read, write) = UnixStream::pair().context("creating the signal pipe")?;
-    read.set_nonblocking(true)
-        .context("setting up the signal pipe")?;
-    write
-        .set_nonblocking(true)
-        .context("setting up the signal pipe")?;
-    let delivery = SignalDelivery::with_pipe(read, write, WithOrigin::default(), &handled)
-        .context("installing signal handlers")?;
-    for &signal in &handled[..terminating] {
-        signal_hook::flag::register(signal, &ARRIVED).context("installing signal handlers")?;
-    }
+    let pipe = SignalPipe::install(&handled, terminating).context("installing signal handlers")?;
     // Our own messages to a terminal, when we are in the background, must
     // not stop us. The child gets the caller's dispositions back (see
     // `sys::spawn`).
@@ -123,7 +104,7 @@ pub(crate) fn install() -> Result<SignalEvents> {
     survive_file_size_limit();
     Ok(SignalEvents {
         events: Events {
-            delivery,
+            pipe,
             queued: std::collections::VecDeque::default(),
         },
     })
@@ -152,7 +133,7 @@ impl Events {
                 }
                 None => None,
             };
-            let read = self.delivery.get_read().as_fd();
+            let read = self.pipe.readable();
             let mut fds = [PollFd::new(&read, PollFlags::IN)];
             match poll(&mut fds, timeout.as_ref()) {
                 Ok(0) => return None,
@@ -165,10 +146,9 @@ impl Events {
 
     /// Move what the handlers recorded into the queue.
     fn collect(&mut self) {
-        for origin in self.delivery.pending() {
-            let from_terminal =
-                origin.cause == Cause::Kernel && FROM_A_TERMINAL.contains(&origin.signal);
-            let event = match origin.signal {
+        for arrival in self.pipe.take() {
+            let from_terminal = arrival.from_kernel && FROM_A_TERMINAL.contains(&arrival.signal);
+            let event = match arrival.signal {
                 libc::SIGCHLD => Event::ChildChanged,
                 libc::SIGCONT => Event::Continued,
                 libc::SIGTSTP => Event::Stop { from_terminal },

@@ -124,9 +124,13 @@ impl Abandoned {
 ///
 /// Setting `O_NONBLOCK` on the inherited descriptor itself would change it
 /// for every process that shares it, the command among them.
+///
+/// The kind is looked at on the first write, not before: most runs never
+/// write to their stderr, and reopening costs a path lookup.
 pub(crate) struct Outlet {
     inherited: BorrowedFd<'static>,
-    way: Way,
+    fd: i32,
+    way: Option<Way>,
 }
 
 /// How an [`Outlet`] writes without blocking, if it can.
@@ -140,11 +144,20 @@ enum Way {
 impl Outlet {
     /// For our own descriptor `fd` (1 or 2).
     pub(crate) fn new(fd: i32) -> Outlet {
+        Outlet {
+            inherited: own_fd(fd),
+            fd,
+            way: None,
+        }
+    }
+
+    /// How to write to `fd` without blocking, if it can be helped.
+    fn way_for(fd: i32) -> Way {
         let inherited = own_fd(fd);
         let kind = rustix::fs::fstat(inherited)
             .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode))
             .ok();
-        let way = match kind {
+        match kind {
             Some(rustix::fs::FileType::Fifo) => super::fs::reopen_pipe_nonblocking(fd)
                 .map_or_else(|| Way::Handed(Handoff::new(inherited)), Way::Reopened),
             Some(rustix::fs::FileType::Socket) => Way::Socket,
@@ -153,16 +166,15 @@ impl Outlet {
                     .map_or_else(|| Way::Handed(Handoff::new(inherited)), Way::Reopened)
             }
             _ => Way::Blocking,
-        };
-        Outlet { inherited, way }
+        }
     }
 
-    /// One write that does not block where this outlet can help it.
-    fn write_some(&self, bytes: &[u8]) -> rustix::io::Result<usize> {
-        match &self.way {
-            Way::Blocking | Way::Handed(_) => rustix::io::write(self.inherited, bytes),
+    /// One write to `inherited` that does not block where `way` can help it.
+    fn write_some(inherited: BorrowedFd<'_>, way: &Way, bytes: &[u8]) -> rustix::io::Result<usize> {
+        match way {
+            Way::Blocking | Way::Handed(_) => rustix::io::write(inherited, bytes),
             Way::Reopened(own) => rustix::io::write(own, bytes),
-            Way::Socket => rustix::net::send(self.inherited, bytes, super::fs::SEND_NOW),
+            Way::Socket => rustix::net::send(inherited, bytes, super::fs::SEND_NOW),
         }
     }
 
@@ -173,11 +185,14 @@ impl Outlet {
         mut bytes: &[u8],
         give_up: &dyn Fn() -> bool,
     ) -> std::io::Result<()> {
-        if let Way::Handed(handoff) = &mut self.way {
+        let (fd, inherited) = (self.fd, self.inherited);
+        let way = self.way.get_or_insert_with(|| Outlet::way_for(fd));
+        if let Way::Handed(handoff) = way {
             return handoff.write_all(bytes, give_up);
         }
+        let way = &*way;
         while !bytes.is_empty() {
-            match self.write_some(bytes) {
+            match Outlet::write_some(inherited, way, bytes) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(count) => bytes = &bytes[count..],
                 Err(rustix::io::Errno::INTR) => {}
@@ -185,9 +200,9 @@ impl Outlet {
                     if give_up() {
                         return Err(std::io::Error::other(Abandoned));
                     }
-                    let watched = match &self.way {
+                    let watched = match way {
                         Way::Reopened(own) => own.as_fd(),
-                        Way::Blocking | Way::Socket | Way::Handed(_) => self.inherited,
+                        Way::Blocking | Way::Socket | Way::Handed(_) => inherited,
                     };
                     let mut fds = [PollFd::new(&watched, PollFlags::OUT)];
                     let slice = rustix::event::Timespec::try_from(STALL_SLICE)

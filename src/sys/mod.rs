@@ -15,6 +15,7 @@ pub(crate) mod handoff;
 pub(crate) mod machine;
 pub(crate) mod process;
 pub(crate) mod signal;
+pub(crate) mod signal_pipe;
 pub(crate) mod spawn;
 pub(crate) mod thread;
 pub(crate) mod tmpfile;

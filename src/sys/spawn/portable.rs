@@ -24,7 +24,7 @@
 //!    retry's, with the request's variables added or replaced.
 //!
 //! Every signal is blocked from the fork on: the parent blocks them all
-//! around `spawn`, so none of retry's handlers (signal-hook's, which write
+//! around `spawn`, so none of retry's handlers (which write
 //! into retry's self-pipe) can run in the child before its dispositions are
 //! back to what the program must get; only then is the mask emptied. Until
 //! then no signal can arrive, so the order of steps 1 to 4 is not seen.
