@@ -398,10 +398,13 @@ impl Cli {
         args: impl IntoIterator<Item = OsString>,
     ) -> Result<Cli, clap::Error> {
         let mut command = natural::with_natural_names(Cli::command());
-        let matches = command.try_get_matches_from_mut(args)?;
+        let mut matches = command.try_get_matches_from_mut(args)?;
         check_needs_a_store(&mut command, &matches)?;
         natural::refuse_retry_counts(&mut command, &matches)?;
-        let cli = Cli::from_arg_matches(&matches).map_err(|err| err.format(&mut command))?;
+        // Takes the values out (`from_arg_matches` would copy every match
+        // first); the hidden aliases, not fields of `Cli`, stay to be read.
+        let cli =
+            Cli::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut command))?;
         Ok(natural::with_alias(cli, &matches))
     }
 }

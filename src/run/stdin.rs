@@ -29,7 +29,7 @@ use rustix::fs::{FileType, OFlags, SeekFrom};
 use crate::cli::StdinMode;
 use crate::process::ChildIo;
 use crate::safe_fs;
-use crate::sys::fd::{wait_for, wait_readable};
+use crate::sys::fd::{own_fd, wait_for, wait_readable};
 
 const CHUNK: usize = 64 * 1024;
 
@@ -72,8 +72,9 @@ pub(crate) struct Feeder<'a> {
 
 impl StdinSource {
     pub(crate) fn new(mode: StdinMode) -> Result<StdinSource> {
-        let stdin = io::stdin();
-        let fd = stdin.as_fd();
+        // Our descriptor 0 as it is: `io::stdin()` would set up a buffered
+        // reader that nothing here uses.
+        let fd = own_fd(0);
         if mode == StdinMode::Null {
             return Ok(StdinSource::Null);
         }
@@ -146,7 +147,7 @@ impl StdinSource {
                 feeder: None,
             },
             StdinSource::Rewind { offset } => {
-                rustix::fs::seek(io::stdin().as_fd(), SeekFrom::Start(*offset))
+                rustix::fs::seek(own_fd(0), SeekFrom::Start(*offset))
                     .context("rewinding stdin for the next attempt")?;
                 inherit(None)
             }
@@ -213,12 +214,12 @@ impl Feeder<'_> {
             }
             offset += count as u64;
         }
-        let stdin = io::stdin();
+        let stdin = own_fd(0);
         while !spool.at_eof {
-            if !wait_readable(stdin.as_fd(), cancel) {
+            if !wait_readable(stdin, cancel) {
                 return Ok(());
             }
-            let count = match rustix::io::read(stdin.as_fd(), &mut buffer) {
+            let count = match rustix::io::read(stdin, &mut buffer) {
                 Ok(count) => count,
                 Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
                 Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
