@@ -74,7 +74,9 @@ sys.stdout.write(out.decode(errors='replace'))
 
 /// Run `steps` (see [`DRIVER`]) at an interactive bash on a terminal.
 fn at_a_terminal(steps: &serde_json::Value) -> String {
-    let out = std::process::Command::new("python3")
+    // The shell's Ctrl-C must reach its jobs even when this suite runs as a
+    // script's background job (SIGINT ignored, and kept so by bash).
+    let out = with_default_signals("python3")
         .args(["-c", DRIVER, &steps.to_string()])
         .env("XDG_CONFIG_HOME", "/nonexistent/retry-test-config")
         .stdin(Stdio::null())

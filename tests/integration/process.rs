@@ -416,7 +416,9 @@ fn a_bash_loop_around_retry_stops_on_ctrl_c_to_its_process_group() {
             started = dir.path().join("started").display()
         ),
     );
-    let mut child = std::process::Command::new("setsid")
+    // A script's background job would have SIGINT ignored: Ctrl-C then
+    // stops nothing, in the loop or in retry.
+    let mut child = with_default_signals("setsid")
         .arg(&script_path)
         .stdout(Stdio::piped())
         .stdin(Stdio::null())
@@ -472,7 +474,7 @@ fn a_final_attempt_killed_by_a_signal_is_reraised_without_a_core_file() {
 fn a_child_killed_by_sigint_ends_the_run_without_retrying() {
     let dir = scratch();
     let body = tally(dir.path(), "attempts") + "; kill -INT $$";
-    let status = retry_std()
+    let status = retry_std_default_signals()
         .args(["-n", "5", "-d", "1ms", "--", "sh", "-c", &body])
         .stderr(Stdio::null())
         .status()
@@ -693,7 +695,7 @@ _, status = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors='replace'))
 sys.stdout.write('\nSTATUS=%d\n' % os.waitstatus_to_exitcode(status))
 ";
-    let mut child = std::process::Command::new("python3")
+    let mut child = with_default_signals("python3")
         .args(["-c", program, BIN])
         .args(args)
         .stdin(Stdio::piped())

@@ -41,6 +41,15 @@ pub(crate) fn retry_std_default_signals() -> std::process::Command {
     command
 }
 
+/// `program` started with every signal at its default action, for the
+/// tests whose processes must die of a signal a surrounding shell may have
+/// left ignored (see [`retry_std_default_signals`]).
+pub(crate) fn with_default_signals(program: &str) -> std::process::Command {
+    let mut command = std::process::Command::new("env");
+    command.arg("--default-signal").arg(program);
+    command
+}
+
 fn scrub(command: &mut std::process::Command) {
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy().into_owned();
