@@ -39,13 +39,16 @@ const NAMED_TERMINATING: &[i32] = &[
     libc::SIGEMT,
 ];
 
-/// The real-time signals (their default action ends a process). Only
-/// Linux's are named by the C library; FreeBSD's are not in the `libc`
-/// crate, and macOS has none.
+/// The real-time signals (their default action ends a process). Linux's
+/// C library says which (it keeps the first few for its threads); FreeBSD's
+/// are fixed, 65 to 126 (`<sys/signal.h>`; the `libc` crate does not name
+/// them); macOS has none.
 fn realtime() -> std::ops::RangeInclusive<i32> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     return libc::SIGRTMIN()..=libc::SIGRTMAX();
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(target_os = "freebsd")]
+    return 65..=126;
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
     #[allow(clippy::reversed_empty_ranges)]
     return 1..=0;
 }
