@@ -128,7 +128,6 @@ impl Abandoned {
 /// The kind is looked at on the first write, not before: most runs never
 /// write to their stderr, and reopening costs a path lookup.
 pub(crate) struct Outlet {
-    inherited: BorrowedFd<'static>,
     fd: i32,
     way: Option<Way>,
 }
@@ -144,11 +143,7 @@ enum Way {
 impl Outlet {
     /// For our own descriptor `fd` (1 or 2).
     pub(crate) fn new(fd: i32) -> Outlet {
-        Outlet {
-            inherited: own_fd(fd),
-            fd,
-            way: None,
-        }
+        Outlet { fd, way: None }
     }
 
     /// How to write to `fd` without blocking, if it can be helped.
@@ -185,7 +180,7 @@ impl Outlet {
         mut bytes: &[u8],
         give_up: &dyn Fn() -> bool,
     ) -> std::io::Result<()> {
-        let (fd, inherited) = (self.fd, self.inherited);
+        let (fd, inherited) = (self.fd, own_fd(self.fd));
         let way = self.way.get_or_insert_with(|| Outlet::way_for(fd));
         if let Way::Handed(handoff) = way {
             return handoff.write_all(bytes, give_up);
