@@ -1131,10 +1131,7 @@ fn status_through_redis_only_reads() {
         ])
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("corrupt"), "{stdout}");
     assert!(stdout.contains("circuit read-only: closed"), "{stdout}");
@@ -1151,10 +1148,7 @@ fn status_through_redis_only_reads() {
         ])
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("10 of 10 tokens"), "{stdout}");
     assert_eq!(

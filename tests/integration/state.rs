@@ -493,10 +493,7 @@ fn status_of_a_read_only_state_directory_needs_no_write() {
         .args(["--circuit", "ro", "--circuit-status"])
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("circuit ro: closed"), "{stdout}");
     assert!(stdout.contains("failed runs in a row: 1"), "{stdout}");
@@ -507,10 +504,7 @@ fn status_of_a_read_only_state_directory_needs_no_write() {
         .args(["--budget", "ro", "--budget-status"])
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stdout.contains("since created: 1 first attempts"),

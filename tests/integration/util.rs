@@ -227,6 +227,14 @@ pub(crate) fn wait_for_file(path: &Path, limit: Duration) {
     }
 }
 
+/// A finished command's stdout and stderr, as text.
+pub(crate) fn texts(out: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `(exit code, signal)` of a finished std child.
 pub(crate) fn code_and_signal(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
