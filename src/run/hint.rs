@@ -173,10 +173,7 @@ fn parse_content(content: &str) -> Result<Option<HintContent>, String> {
     match parse_hint(content) {
         Ok(hint) => Ok(hint.map(HintContent::Word)),
         Err(problem) => {
-            let mut response = Response::default();
-            for line in content.lines() {
-                response.observe(line.as_bytes());
-            }
+            let response = Response::from_lines(content.lines().map(str::as_bytes));
             if response.is_empty() {
                 Err(problem)
             } else {

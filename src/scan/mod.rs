@@ -36,7 +36,7 @@ use regex::bytes::Regex;
 use regex_automata::{Input, MatchKind, PatternSet as Hits, meta};
 use regex_syntax::hir::Hir;
 
-pub(crate) use headers::Response;
+pub(crate) use headers::{HeaderReader, Response};
 use widen::widen;
 
 /// Longest line (prefix) the scanner keeps for matching.
@@ -188,6 +188,12 @@ pub(crate) struct Scanner<'a> {
     /// Patterns not matched yet: at 0 (and no headers wanted) nothing
     /// more can be learnt from the stream.
     unmatched: usize,
+    /// The response headers read so far (when wanted).
+    headers: HeaderReader,
+    /// The last line end passed while a header block was open was a `\r`:
+    /// an empty line ended by `\n` right after it is the second half of a
+    /// CRLF, not the blank line that ends the block.
+    after_cr: bool,
 }
 
 pub(crate) fn is_line_end(byte: u8) -> bool {
@@ -225,6 +231,8 @@ impl<'a> Scanner<'a> {
             line_cache: set.per_line.as_ref().map(meta::Regex::create_cache),
             hits: Hits::new(set.rules()),
             unmatched: set.patterns.len(),
+            headers: HeaderReader::default(),
+            after_cr: false,
         }
     }
 
@@ -238,11 +246,11 @@ impl<'a> Scanner<'a> {
         };
         // The line begun in earlier chunks ends here.
         self.keep(&chunk[..first_end]);
-        self.finish_line();
+        self.finish_line(Some(chunk[first_end]));
         chunk = &chunk[first_end + 1..];
         // Whole lines, up to the last line end of the chunk.
         if let Some(last_end) = memchr::memrchr2(b'\n', b'\r', chunk) {
-            self.scan_block(&chunk[..last_end]);
+            self.scan_block(&chunk[..last_end], chunk[last_end]);
             chunk = &chunk[last_end + 1..];
         }
         self.keep(chunk);
@@ -251,8 +259,9 @@ impl<'a> Scanner<'a> {
     /// The stream ended: a last line without a line end still counts.
     pub(crate) fn finish(mut self) -> ScanResult {
         if !self.line.is_empty() {
-            self.finish_line();
+            self.finish_line(None);
         }
+        self.result.response = self.headers.into_response();
         self.result
     }
 
@@ -261,54 +270,105 @@ impl<'a> Scanner<'a> {
         self.line.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    fn finish_line(&mut self) {
+    /// The line kept in `line` ends with `end` (`None`: the stream's end).
+    fn finish_line(&mut self, end: Option<u8>) {
         let line = std::mem::take(&mut self.line);
-        self.scan_lines(&line);
+        self.scan_lines(&line, end);
         self.line = line;
         self.line.clear();
     }
 
-    /// Whole lines, separated by line ends. A line longer than the window
-    /// is matched by its window only, so it is cut out of the run.
-    fn scan_block(&mut self, mut block: &[u8]) {
-        while let Some((start, end)) = long_line(block) {
+    /// Whole lines, separated by line ends, the last ended by `end`. A line
+    /// longer than the window is matched by its window only, so it is cut
+    /// out of the run.
+    fn scan_block(&mut self, mut block: &[u8], end: u8) {
+        while let Some((start, long_end)) = long_line(block) {
             if start > 0 {
-                self.scan_lines(&block[..start - 1]);
+                self.scan_lines(&block[..start - 1], Some(block[start - 1]));
             }
-            self.scan_lines(&block[start..start + LINE_WINDOW]);
-            if end == block.len() {
+            let after = block.get(long_end).copied().unwrap_or(end);
+            self.scan_lines(&block[start..start + LINE_WINDOW], Some(after));
+            if long_end == block.len() {
                 return;
             }
-            block = &block[end + 1..];
+            block = &block[long_end + 1..];
         }
-        self.scan_lines(block);
+        self.scan_lines(block, Some(end));
     }
 
-    /// Lines separated by line ends, none longer than the window.
-    fn scan_lines(&mut self, block: &[u8]) {
+    /// Lines separated by line ends, none longer than the window; `end`
+    /// ends the last one (`None`: the stream's end).
+    fn scan_lines(&mut self, block: &[u8], end: Option<u8>) {
         if self.set.per_block.is_none() {
-            for line in block.split(|&b| is_line_end(b)) {
-                self.check_line(line);
+            let mut at = 0;
+            loop {
+                at = match self.read_header_block(block, at, end) {
+                    Some(at) => at,
+                    None => return,
+                };
+                let line_end =
+                    memchr::memchr2(b'\n', b'\r', &block[at..]).map_or(block.len(), |i| at + i);
+                self.check_line(&block[at..line_end]);
+                self.after_cr = block.get(line_end).copied().or(end) == Some(b'\r');
+                if line_end == block.len() {
+                    return;
+                }
+                at = line_end + 1;
             }
-            return;
         }
         if self.set.empty_line_matches && memchr::memmem::find(block, b"\r\n").is_some() {
             self.check_line(b"");
         }
         let mut at = 0;
-        while let Some(found) = self.next_candidate(block, at) {
+        loop {
+            at = match self.read_header_block(block, at, end) {
+                Some(at) => at,
+                None => return,
+            };
+            let Some(found) = self.next_candidate(block, at) else {
+                return;
+            };
             // The leftmost match lies in the first line that has one (no
             // match crosses a line end); its end is in that line too.
             let start =
                 memchr::memrchr2(b'\n', b'\r', &block[at..found]).map_or(at, |i| at + i + 1);
-            let end =
+            let line_end =
                 memchr::memchr2(b'\n', b'\r', &block[found..]).map_or(block.len(), |i| found + i);
-            self.check_line(&block[start..end]);
-            if end == block.len() {
+            self.check_line(&block[start..line_end]);
+            self.after_cr = block.get(line_end).copied().or(end) == Some(b'\r');
+            if line_end == block.len() {
                 return;
             }
-            at = end + 1;
+            at = line_end + 1;
         }
+    }
+
+    /// While a response's header block is open, every line from `at` on
+    /// goes to the header reader (and the patterns) one by one, until the
+    /// block ends: where the search for candidates resumes, or `None` when
+    /// the lines ran out first.
+    fn read_header_block(&mut self, block: &[u8], mut at: usize, end: Option<u8>) -> Option<usize> {
+        while self.headers.is_open() {
+            if at > block.len() {
+                return None;
+            }
+            let line_end =
+                memchr::memchr2(b'\n', b'\r', &block[at..]).map_or(block.len(), |i| at + i);
+            let line = &block[at..line_end];
+            let ended_by = block.get(line_end).copied().or(end);
+            if !(line.is_empty() && self.after_cr && ended_by == Some(b'\n')) {
+                self.headers.observe(line);
+            }
+            self.after_cr = ended_by == Some(b'\r');
+            if self.unmatched > 0 {
+                self.check_line(line);
+            }
+            if line_end == block.len() {
+                return None;
+            }
+            at = line_end + 1;
+        }
+        (at <= block.len()).then_some(at)
     }
 
     /// Step 1: where the leftmost widened match from `at` on ends.
@@ -345,7 +405,10 @@ impl<'a> Scanner<'a> {
     /// Step 3: does rule `rule` really match `line`?
     fn confirm(&mut self, rule: usize, line: &[u8]) {
         if Some(rule) == self.set.headers {
-            self.result.response.observe(line);
+            // An open block's lines reach the reader one by one already.
+            if !self.headers.is_open() {
+                self.headers.observe(line);
+            }
         } else if !self.result.matched[rule] && self.set.patterns[rule].is_match(line) {
             self.result.matched[rule] = true;
             self.unmatched -= 1;
@@ -526,9 +589,25 @@ mod tests {
             for (matched, regex) in result.matched.iter_mut().zip(&regexes) {
                 *matched |= regex.is_match(line);
             }
-            if retry_after {
-                result.response.observe(line);
+        }
+        if retry_after {
+            // The header block's lines: a CRLF ends one line, not two.
+            let mut reader = HeaderReader::default();
+            let mut rest = input;
+            while !rest.is_empty() {
+                let end = rest
+                    .iter()
+                    .position(|&b| is_line_end(b))
+                    .unwrap_or(rest.len());
+                reader.observe(&rest[..end.min(LINE_WINDOW)]);
+                let ends = if rest[end..].starts_with(b"\r\n") {
+                    2
+                } else {
+                    1
+                };
+                rest = &rest[(end + ends).min(rest.len())..];
             }
+            result.response = reader.into_response();
         }
         result
     }
@@ -702,6 +781,10 @@ mod tests {
             b" < x-RateLimit-Reset: 60",
             b"RateLimit: \"d\";r=0;t=5",
             b"Date: ",
+            b"< HTTP/2 503",
+            b"< ",
+            b"  HTTP/1.1 503 x",
+            b"  Retry-After: 2",
         ];
         proptest::collection::vec(proptest::sample::select(PIECES), 0..40)
             .prop_map(|pieces| pieces.concat())
@@ -768,12 +851,22 @@ mod tests {
     }
 
     #[test]
-    fn the_last_retry_after_header_wins() {
+    fn the_last_response_wins_and_its_body_is_no_header() {
         let set = set(&[], &[], true);
-        let input = b"HTTP/1.1 503\r\nRetry-After: 120\r\n\r\n< retry-after: 5\r\nbody\n";
-        let result = scan_in_chunks(&set, input, 7);
-        assert_eq!(result.response.retry_after.as_deref(), Some("5"));
-        assert_eq!(result.response.status, Some(503));
+        let input = b"HTTP/1.1 503\r\nRetry-After: 120\r\n\r\nretry-after: 5\r\n< HTTP/2 429\r\n< retry-after: 9\r\n< \r\n<retry-after: 1\n";
+        for chunk in [1, 2, 7, input.len()] {
+            let result = scan_in_chunks(&set, input, chunk);
+            assert_eq!(result.response.retry_after.as_deref(), Some("9"), "{chunk}");
+            assert_eq!(result.response.status, Some(429));
+        }
+        let body = b"HTTP/1.1 200 OK\r\nContent-Type: text/yaml\r\n\r\nretry-after: 240\r\n";
+        for chunk in [1, 3, body.len()] {
+            let result = scan_in_chunks(&set, body, chunk);
+            assert_eq!(
+                (result.response.status, result.response.retry_after),
+                (Some(200), None)
+            );
+        }
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn a_delay_asked_by_the_hint_file_is_said_to_come_from_it() {
 #[test]
 fn a_retry_after_longer_than_the_limit_is_not_obeyed() {
     let hint = "echo retry-after=99y > \"$RETRY_HINT_FILE\"; exit 1";
-    let header = "echo 'Retry-After: Fri, 31 Dec 9999 23:59:59 GMT'; exit 1";
+    let header = "printf 'HTTP/1.1 503\\nRetry-After: Fri, 31 Dec 9999 23:59:59 GMT\\n'; exit 1";
     for body in [hint, header] {
         let started = std::time::Instant::now();
         let (out, events) = json_run(&[
@@ -511,7 +511,7 @@ fn a_retry_after_not_obeyed_is_said_only_when_a_retry_follows() {
         "--",
         "sh",
         "-c",
-        "echo 'Retry-After: 3600'; exit 1",
+        "printf 'HTTP/1.1 503\\nRetry-After: 3600\\n'; exit 1",
     ]);
     assert_eq!(out.status.code(), Some(1));
     let warnings = events

@@ -8,12 +8,18 @@ const NOW: &str = "Tue, 01 Dec 2026 10:00:00 GMT";
 /// NOW as Unix time.
 const NOW_EPOCH: u64 = 1_796_119_200;
 
+/// The response of `lines`, a status line before them when they have none
+/// (fields count only in a header block).
 fn response(lines: &[&str]) -> Response {
-    let mut response = Response::default();
-    for line in lines {
-        response.observe(line.as_bytes());
-    }
-    response
+    let status = ["HTTP/1.1 429"];
+    let has_status = lines.is_empty()
+        || lines
+            .iter()
+            .any(|line| line.trim_start().starts_with("HTTP/"));
+    let lines = if has_status { &[][..] } else { &status[..] }
+        .iter()
+        .chain(lines);
+    Response::from_lines(lines.map(|line| line.as_bytes()))
 }
 
 fn waited(lines: &[&str]) -> Option<(Duration, &'static str, String)> {
