@@ -42,6 +42,23 @@ pub(crate) fn escape_controls(text: &str) -> String {
     sanitize_line(text, usize::MAX)
 }
 
+/// `text` fit for retry's own lines, which may be several (clap's usage,
+/// a regex error's caret line): every control character escaped as
+/// [`sanitize_line`] does, but `\n`, which starts the next line of the
+/// message. Every human message passes here on its way out
+/// (`report::text`), so text a server, a command or a file wrote (a
+/// `RateLimit` value, a reason, a path) never brings an escape sequence,
+/// a carriage return or a bell to a terminal or a log file.
+pub(crate) fn for_lines(text: &str) -> String {
+    if !text.chars().any(|c| c != '\n' && needs_escape(c)) {
+        return text.to_string();
+    }
+    text.split('\n')
+        .map(escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A command line as a shell would take it back: each word shell-quoted
 /// (`sh -c 'echo a; exit 3'`), on one line. Not a crate's quoting: those
 /// keep a newline or an escape sequence as it is, which would break the
@@ -125,6 +142,21 @@ mod tests {
             "\\u{85}\\u{2028}\\u{202e}"
         );
         assert_eq!(sanitize_line("héllo wörld", 60), "héllo wörld");
+    }
+
+    #[test]
+    fn a_message_keeps_its_lines_and_loses_every_other_control() {
+        assert_eq!(for_lines("a\nb"), "a\nb");
+        assert_eq!(
+            for_lines("t=\x1b]0;x\x07\r\nz\u{9b}1m"),
+            "t=\\e]0;x\\x07\\r\nz\\u{9b}1m"
+        );
+        let every: String = (0u32..=0x10ffff).filter_map(char::from_u32).collect();
+        let safe = for_lines(&every);
+        assert!(
+            safe.chars().all(|c| c == '\n' || !needs_escape(c)),
+            "a control character got through"
+        );
     }
 
     #[test]

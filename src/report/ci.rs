@@ -15,7 +15,7 @@ use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, of_attempts};
-use crate::text::escape_controls;
+use crate::text::{escape_controls, for_lines};
 
 /// The CI an environment variable names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub(crate) fn defuse_legacy(text: &str) -> String {
 
 /// `::group::TITLE`: the lines up to `::endgroup::` fold under TITLE.
 pub(crate) fn github_group(title: &str) -> String {
-    format!("::group::{}", escape_data(title))
+    format!("::group::{}", escape_data(&for_lines(title)))
 }
 
 pub(crate) const GITHUB_END_GROUP: &str = "::endgroup::";
@@ -100,8 +100,8 @@ pub(crate) fn github_annotation(level: Level, title: &str, message: &str) -> Str
     };
     format!(
         "::{level} title={}::{}",
-        escape_property(title),
-        escape_data(message)
+        escape_property(&escape_controls(title)),
+        escape_data(&for_lines(message))
     )
 }
 

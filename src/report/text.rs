@@ -17,7 +17,7 @@ use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, Verbosity, of_attempts
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
 use crate::process::Ending;
-use crate::text::escape_controls;
+use crate::text::{escape_controls, for_lines};
 use crate::values::human;
 
 const FAILURE: Style = AnsiColor::Red.on_default().bold();
@@ -97,7 +97,7 @@ impl<W: Write> TextSink<W> {
         let message = match self.settings.ci {
             Some(Ci::Github) => ci::defuse_legacy(&escape_controls(message)),
             Some(Ci::Gitlab) => escape_controls(message),
-            None => message.to_string(),
+            None => for_lines(message),
         };
         if self.settings.log_file {
             // A log file has one `TIMESTAMP retry: ...` line per line, also
@@ -384,6 +384,77 @@ mod tests {
             "{}",
             written(&verbose.out)
         );
+    }
+
+    #[test]
+    fn no_control_character_of_others_reaches_a_line_whatever_the_sink() {
+        // Text a server, a command or a file wrote, in every field a
+        // message carries: OSC and CSI sequences, CR, a bell, C1.
+        let hostile = "v\x1b]0;owned\x07\x1b[2J\r\u{9b}31m\u{202e}x";
+        let mut asked = sleep_record(1);
+        asked.source = SleepSource::RetryAfter;
+        asked.header = Some(("RateLimit", hostile.to_string()));
+        let mut record = attempt_record(1, Class::Throttled);
+        record.reason = hostile.to_string();
+        let mut done = done_record(RunOutcome::Exhausted, 2);
+        done.detail = hostile.to_string();
+        for ci in [None, Some(Ci::Github), Some(Ci::Gitlab)] {
+            for (color, log_file) in [(false, false), (true, false), (false, true)] {
+                let settings = TextSettings {
+                    verbosity: Verbosity::Verbose,
+                    color,
+                    log_file,
+                    ci,
+                    folded: false,
+                };
+                let annotations = (ci == Some(Ci::Github)).then(Vec::new);
+                let mut sink = TextSink::new(Vec::new(), settings, annotations);
+                sink.clock = noon;
+                sink.attempt_start(1, Some(5), hostile);
+                sink.error(hostile);
+                sink.warning("kind", hostile);
+                sink.lasting_warning("kind", hostile);
+                sink.policy(hostile);
+                sink.budget(hostile, hostile, 1.0, Duration::ZERO);
+                sink.attempt(&record, Some(&asked));
+                sink.attempt(&record, None);
+                sink.circuit_open(hostile, 1, Duration::ZERO);
+                sink.done(&done);
+                let not_started = ProcessEnd::NotStarted {
+                    status: 127,
+                    message: hostile.to_string(),
+                    transient: false,
+                };
+                sink.hook(
+                    hostile,
+                    hostile,
+                    &Ending::not_started(not_started),
+                    Duration::ZERO,
+                );
+                let mut out = sink.out.clone();
+                out.extend(sink.annotations.clone().unwrap_or_default());
+                let text = String::from_utf8(out).unwrap();
+                // retry's own colour around its prefix is the only escape.
+                let text = text
+                    .replace(&format!("{FAILURE}"), "")
+                    .replace(&format!("{WARNING}"), "");
+                let text = text
+                    .replace(&format!("{SUCCESS}"), "")
+                    .replace(&format!("{DIM}"), "");
+                let text = text.replace("\x1b[0m", "");
+                assert!(text.contains("owned"), "{text}");
+                let bad: Vec<char> = text
+                    .chars()
+                    .filter(|&c| {
+                        c != '\n' && (c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c))
+                    })
+                    .collect();
+                assert!(
+                    bad.is_empty(),
+                    "{ci:?} color={color} log={log_file}: {bad:?} in {text:?}"
+                );
+            }
+        }
     }
 
     #[test]

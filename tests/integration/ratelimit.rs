@@ -274,8 +274,8 @@ fn grpc_retry_pushback_printed_by_a_tool_sets_the_wait() {
         &format!(
             "n=$(cat '{0}/n' 2>/dev/null || echo 0); echo $((n+1)) > '{0}/n'\n\
              [ \"$n\" -ge 1 ] && exit 0\n\
-             echo 'ERROR: Code: ResourceExhausted' >&2\n\
-             echo 'grpc-retry-pushback-ms: 700' >&2\n\
+             printf '\\nResponse trailers received:\\ngrpc-retry-pushback-ms: 700\\n' >&2\n\
+             printf 'ERROR:\\n  Code: ResourceExhausted\\n' >&2\n\
              exit 1\n",
             dir.path().display()
         ),
@@ -469,4 +469,92 @@ fn a_flood_of_ratelimit_lines_is_read_in_linear_time_and_the_success_stands() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{events:?}");
     assert_eq!(event(&events, "done")["outcome"], "success");
+}
+
+#[test]
+fn body_lines_and_bare_lines_are_not_headers() {
+    // curl -i prints the body after the blank line that ends the headers:
+    // a YAML body's `retry-after: 240` sets no wait and `x-ratelimit-remaining: 0`
+    // makes no 503 throttled.
+    assert!(curl_available(), "curl is needed for this test");
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = served.clone();
+    let port = serve(move |_, mut stream| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let body = "retry-after: 240\nx-ratelimit-remaining: 0\nx-ratelimit-reset: 240\n";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let started = Instant::now();
+    let (out, events) = json_lenient(&[
+        "-n",
+        "2",
+        "-d",
+        "10ms",
+        "--retry-after",
+        "--scan-stdout",
+        "--",
+        "sh",
+        "-c",
+        &format!("curl -sS -i '{url}'; exit 1"),
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(30), "{events:?}");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        event(&events, "attempt")["outcome"],
+        "transient",
+        "{events:?}"
+    );
+    assert_eq!(event(&events, "sleep")["source"], "backoff", "{events:?}");
+    // A bare field with no status line before it is no header either (the
+    // hint file is how a script asks for a wait).
+    let (out, events) = json_lenient(&[
+        "-n",
+        "2",
+        "-d",
+        "10ms",
+        "--retry-after",
+        "--",
+        "sh",
+        "-c",
+        "echo 'Retry-After: 240' >&2; exit 1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(event(&events, "sleep")["source"], "backoff", "{events:?}");
+}
+
+#[test]
+fn a_servers_escape_sequences_never_reach_retrys_own_lines() {
+    // The IETF list's second item is a name full of OSC and CSI sequences;
+    // its first gives the wait, so `-v` quotes the whole field.
+    let (port, served) = fails_once(
+        "429 Too Many Requests",
+        "RateLimit: \"d\";r=0;t=1, \"\x1b]0;owned\x07\x1b[2J\r\";r=1;t=1\r\n".to_string(),
+    );
+    let dir = scratch();
+    let log = dir.path().join("retry.log");
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = retry_std()
+        .args(["-v", "-d", "1ms", "--log-file", log.to_str().unwrap(), "--"])
+        .args(["curl", "-fsS", "-D", "/dev/stderr", "-o", "/dev/null", &url])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(served.load(Ordering::SeqCst), 2);
+    let logged = std::fs::read(&log).unwrap();
+    let text = String::from_utf8_lossy(&logged);
+    assert!(text.contains("as RateLimit asked"), "{text}");
+    assert!(text.contains(r"\e]0;owned\x07"), "{text}");
+    let controls: Vec<u8> = logged
+        .iter()
+        .copied()
+        .filter(|&b| (b < 0x20 && b != b'\n') || b == 0x7f)
+        .collect();
+    assert!(controls.is_empty(), "{controls:?} in {text}");
 }
