@@ -4,6 +4,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+mod kept;
+pub(crate) use kept::catch_like;
+
 /// Signals that end the run: forwarded to the attempt, whose group is then
 /// terminated, and re-raised. Every signal whose default action ends a
 /// process, as coreutils `timeout` handles them (left at their default,
@@ -11,10 +14,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// - SIGPIPE, which retry ignores: a closed reader is no reason to end the
 ///   run; SIGXFSZ, ignored as well, so that a write past `ulimit -f` fails
 ///   with EFBIG and takes its kind's error path;
-/// - the faults of retry's own code (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-///   SIGTRAP, SIGSYS): a handler that returns would fault again; retry dies
-///   of them, and the attempt's direct child of its parent-death signal.
+/// - the faults of retry's own code (SIGILL, SIGFPE, SIGTRAP, SIGSYS): a
+///   handler that returns would fault again; retry dies of them, and the
+///   attempt with it (its keeper, its parent-death signal).
+///
+/// SIGSEGV and SIGBUS are caught: one sent by a process (`kill -SEGV`) ends
+/// the run as the others do (Rust's stack-overflow handler would swallow
+/// the first one); a real fault is told apart by its `si_code` and goes on
+/// to the handler that was there before (Rust's), which dies of it.
 const NAMED_TERMINATING: &[i32] = &[
+    libc::SIGSEGV,
+    libc::SIGBUS,
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
@@ -39,19 +49,25 @@ const NAMED_TERMINATING: &[i32] = &[
     libc::SIGEMT,
 ];
 
-/// The real-time signals (their default action ends a process). Linux's
-/// C library says which (it keeps the first few for its threads); FreeBSD's
+/// The real-time signals (their default action ends a process). On Linux
+/// the kernel's 32 to 64, the first of which the C library keeps for its
+/// threads (glibc 32 and 33, musl 32 to 34: its `sigaction` refuses them,
+/// so they are installed with the system call itself, below); FreeBSD's
 /// are fixed, 65 to 126 (`<sys/signal.h>`; the `libc` crate does not name
 /// them); macOS has none.
 fn realtime() -> std::ops::RangeInclusive<i32> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    return libc::SIGRTMIN()..=libc::SIGRTMAX();
+    return KERNEL_SIGRTMIN..=libc::SIGRTMAX();
     #[cfg(target_os = "freebsd")]
     return 65..=126;
     #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
     #[allow(clippy::reversed_empty_ranges)]
     return 1..=0;
 }
+
+/// The kernel's first real-time signal on Linux.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const KERNEL_SIGRTMIN: i32 = 32;
 
 /// Every signal that ends the run (see [`NAMED_TERMINATING`]).
 pub(crate) fn terminating() -> impl Iterator<Item = i32> + Clone {
@@ -89,6 +105,7 @@ static RECORDED: AtomicBool = AtomicBool::new(false);
 extern "C" fn record_caller_ignores() {
     for signal in changed_by_retry() {
         if let Ok(bit) = u32::try_from(signal)
+            && !kept_by_the_c_library(signal)
             && is_ignored(signal)
             && let Some(word) = CALLER_IGNORED.get((bit / 64) as usize)
         {
@@ -112,10 +129,26 @@ extern "C" fn record_caller_ignores() {
 )]
 static RECORD_CALLER_IGNORES: extern "C" fn() = record_caller_ignores;
 
+/// The real-time signals the C library keeps for itself (Linux: 32 up to
+/// its `SIGRTMIN`). An ignore of these is never the caller's: glibc's
+/// `posix_spawn` sets them to "ignore" in every program it starts (Rust's
+/// `Command`, so many test harnesses and supervisors), and a shell's
+/// `trap '' 32` cannot set them (the C library refuses). So retry catches
+/// them whatever it inherited, and the command gets their default.
+fn kept_by_the_c_library(signal: i32) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return (KERNEL_SIGRTMIN..libc::SIGRTMIN()).contains(&signal);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    return false;
+}
+
 /// Whether the caller handed retry `signal` ignored. Before the record
 /// exists (a system without constructors) the present disposition answers,
 /// except for SIGPIPE, which Rust's runtime changed: taken as not ignored.
 pub(crate) fn caller_ignored(signal: i32) -> bool {
+    if kept_by_the_c_library(signal) {
+        return false;
+    }
     if !RECORDED.load(Ordering::Acquire) {
         return signal != libc::SIGPIPE && is_ignored(signal);
     }
@@ -147,29 +180,57 @@ pub(crate) fn is_ignored(signal: i32) -> bool {
     // SAFETY: querying a disposition (null new action) changes nothing.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &raw mut old) == 0
-            && old.sa_sigaction == libc::SIG_IGN
+        if libc::sigaction(signal, std::ptr::null(), &raw mut old) == 0 {
+            return old.sa_sigaction == libc::SIG_IGN;
+        }
     }
+    kept::handler(signal) == Some(libc::SIG_IGN)
 }
 
 /// Give `signal` its default action.
 pub(crate) fn set_default(signal: i32) {
-    // SAFETY: a disposition of our own process; no handler is involved.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-    }
+    set_handler(signal, libc::SIG_DFL);
 }
 
 /// Ignore `signal`.
 pub(crate) fn ignore(signal: i32) {
-    // SAFETY: a disposition of our own process; no handler is involved.
-    unsafe {
-        libc::signal(signal, libc::SIG_IGN);
+    set_handler(signal, libc::SIG_IGN);
+}
+
+/// `SIG_DFL` or `SIG_IGN` for `signal`, through the system call where the
+/// C library refuses the number.
+fn set_handler(signal: i32, handler: libc::sighandler_t) {
+    // SAFETY: a disposition of our own process; no handler function is
+    // involved.
+    let refused = unsafe { libc::signal(signal, handler) } == libc::SIG_ERR;
+    if refused {
+        kept::set_handler(signal, handler);
     }
 }
 
 /// Unblock `signals` for the calling thread (and the threads it starts).
+/// On Linux through the system call: the C libraries' `sigaddset` refuses
+/// the signals they keep (32 to 34), which a parent may hand us blocked.
 pub(crate) fn unblock(signals: impl IntoIterator<Item = i32>) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let mask = signals
+            .into_iter()
+            .filter(|signal| (1..=64).contains(signal))
+            .fold(0u64, |mask, signal| mask | 1 << (signal - 1));
+        // SAFETY: rt_sigprocmask with a kernel sigset (64 bits, its size
+        // passed) changes the calling thread's mask only.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                libc::SIG_UNBLOCK,
+                &raw const mask,
+                std::ptr::null_mut::<u64>(),
+                size_of::<u64>(),
+            );
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
     // SAFETY: the set is initialised by sigemptyset before use; changing the
     // calling thread's mask shares no memory.
     unsafe {
@@ -223,9 +284,12 @@ pub(crate) fn reraise(signal: i32) {
     }
     set_default(signal);
     unblock([signal]);
-    // SAFETY: as above.
+    // SAFETY: as above. `raise` refuses the signals the C library keeps
+    // (32 to 34 on Linux); `kill` of our own process does not.
     unsafe {
-        libc::raise(signal);
+        if libc::raise(signal) != 0 {
+            libc::kill(libc::getpid(), signal);
+        }
     }
 }
 
@@ -236,9 +300,11 @@ mod tests {
     #[test]
     fn terminating_signals_include_the_realtime_ones_on_linux_and_no_fault() {
         let all: Vec<i32> = terminating().collect();
-        for fault in [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE] {
+        for fault in [libc::SIGILL, libc::SIGFPE, libc::SIGTRAP, libc::SIGSYS] {
             assert!(!all.contains(&fault), "{fault}");
         }
+        // Sent ones end the run; real ones go back to Rust's handler.
+        assert!(all.contains(&libc::SIGSEGV) && all.contains(&libc::SIGBUS));
         for kept in [libc::SIGPIPE, libc::SIGXFSZ, libc::SIGKILL, libc::SIGSTOP] {
             assert!(!all.contains(&kept), "{kept}");
         }
@@ -251,6 +317,10 @@ mod tests {
             assert!(all.contains(&libc::SIGPWR));
             assert!(all.contains(&(libc::SIGRTMIN() + 3)));
             assert!(all.contains(&libc::SIGRTMAX()));
+            // Those the C library keeps, which its sigaction refuses.
+            for kept in 32..libc::SIGRTMIN() {
+                assert!(all.contains(&kept), "{kept}");
+            }
         }
         let mut unique = all.clone();
         unique.sort_unstable();

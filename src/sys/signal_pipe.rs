@@ -18,6 +18,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, IntoRawFd};
 use std::os::unix::net::UnixStream;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
 /// The slots, one per signal number (numbers stay under 128 on every system
@@ -70,6 +71,8 @@ impl SignalPipe {
         read.set_nonblocking(true)?;
         write.set_nonblocking(true)?;
         WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
+        // A signal the C library installed: the model for those it refuses.
+        let mut installed = None;
         for (index, &signal) in caught.iter().enumerate() {
             let slot = usize::try_from(signal)
                 .ok()
@@ -78,7 +81,14 @@ impl SignalPipe {
             if index < ending {
                 slot.fetch_or(ENDS_RUN, Ordering::SeqCst);
             }
-            catch(signal)?;
+            match (catch(signal), installed) {
+                (Ok(()), _) => installed = installed.or(Some(signal)),
+                // One the C library keeps for itself (Linux 32 to 34).
+                (Err(error), Some(model)) if error.raw_os_error() == Some(libc::EINVAL) => {
+                    crate::sys::signal::catch_like(signal, model, on_signal as *const () as usize)?;
+                }
+                (Err(error), _) => return Err(error),
+            }
         }
         Ok(SignalPipe { read })
     }
@@ -119,27 +129,78 @@ pub(crate) fn ending_arrived() -> bool {
     ENDING_ARRIVED.load(Ordering::SeqCst)
 }
 
+/// SIGSEGV and SIGBUS: their actions before retry's (Rust's stack-overflow
+/// handler), which a real fault goes back to.
+const FAULTS: [i32; 2] = [libc::SIGSEGV, libc::SIGBUS];
+static BEFORE_FAULT: [OnceLock<libc::sigaction>; 2] = [OnceLock::new(), OnceLock::new()];
+
 fn catch(signal: i32) -> io::Result<()> {
+    let fault = FAULTS.iter().position(|&f| f == signal);
     // SAFETY: a zeroed sigaction is a valid argument once its handler, flags
     // and (empty) mask are set; `on_signal` has the SA_SIGINFO signature and
-    // does only async-signal-safe work.
+    // does only async-signal-safe work. The previous action is written
+    // whole into `before`.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        if fault.is_some() {
+            // A stack overflow leaves no room on the thread's own stack.
+            action.sa_flags |= libc::SA_ONSTACK;
+        }
         libc::sigemptyset(&raw mut action.sa_mask);
-        if libc::sigaction(signal, &raw const action, std::ptr::null_mut()) != 0 {
+        let mut before: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, &raw const action, &raw mut before) != 0 {
             return Err(io::Error::last_os_error());
+        }
+        if let Some(index) = fault {
+            let _ = BEFORE_FAULT[index].set(before);
         }
     }
     Ok(())
 }
 
+/// The `si_code` of a signal a process sent (`kill`, `sigqueue`,
+/// `tgkill`), not of a fault of the receiving thread's own.
+fn sent_by_a_process(code: i32) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    return code <= 0;
+    // SI_USER, SI_QUEUE and FreeBSD's SI_LWP; macOS leaves 0.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    return code <= 0 || matches!(code, 0x10001 | 0x10002 | 0x10007);
+}
+
+/// A real fault of retry's own (not a `kill -SEGV`): put back the action
+/// that was there before ours. The faulting instruction runs again on
+/// return, and faults into that action (Rust's, which reports a stack
+/// overflow and dies; or the default, which dies).
+fn hand_fault_back(index: usize, signal: i32) {
+    // SAFETY: sigaction is async-signal-safe; the saved action is a whole
+    // sigaction the system gave us, or a zeroed one holding SIG_DFL.
+    unsafe {
+        let default: libc::sigaction = std::mem::zeroed();
+        let before = BEFORE_FAULT[index].get().unwrap_or(&default);
+        libc::sigaction(signal, before, std::ptr::null_mut());
+    }
+}
+
 extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // The interrupted code may be between a call and its look at errno.
     let errno = errno::errno();
-    // SAFETY: the kernel passes a valid siginfo_t with SA_SIGINFO.
-    let from_kernel = !info.is_null() && unsafe { (*info).si_code } == SI_KERNEL;
+    let code = if info.is_null() {
+        1
+    } else {
+        // SAFETY: the kernel passes a valid siginfo_t with SA_SIGINFO.
+        unsafe { (*info).si_code }
+    };
+    if let Some(index) = FAULTS.iter().position(|&f| f == signal)
+        && !sent_by_a_process(code)
+    {
+        hand_fault_back(index, signal);
+        errno::set_errno(errno);
+        return;
+    }
+    let from_kernel = code == SI_KERNEL;
     if let Some(slot) = usize::try_from(signal).ok().and_then(|n| SLOTS.get(n)) {
         let bits = slot.fetch_or(
             PENDING | if from_kernel { FROM_KERNEL } else { 0 },
@@ -194,5 +255,55 @@ mod tests {
         assert_eq!(taken, [libc::SIGUSR2]);
         assert!(ending_arrived());
         assert!(pipe.take().is_empty());
+    }
+
+    /// Run this test binary's `test` alone, in a process of its own, with
+    /// `RETRY_TEST_FAULT` set: its status and stderr (killed after 30 s: a
+    /// fault that loops in a handler never ends by itself).
+    fn alone(test: &str) -> (std::process::ExitStatus, String) {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+            .env("RETRY_TEST_FAULT", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!("the faulting process did not end");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_real_fault_still_dies_through_the_handler_that_was_there_before() {
+        use std::os::unix::process::ExitStatusExt;
+        #[allow(unconditional_recursion)]
+        fn deep(n: u64) -> u64 {
+            let mut frame = [n; 512];
+            std::hint::black_box(&mut frame);
+            deep(n + 1) + frame[7]
+        }
+        if std::env::var_os("RETRY_TEST_FAULT").is_some() {
+            // In the process of its own: retry's handlers, then a stack
+            // overflow, which must reach Rust's handler (it says so and
+            // aborts) rather than loop in retry's.
+            let _pipe = SignalPipe::install(&[libc::SIGSEGV, libc::SIGBUS], 2).unwrap();
+            std::hint::black_box(deep(0));
+            return;
+        }
+        let (status, stderr) = alone(
+            "sys::signal_pipe::tests::a_real_fault_still_dies_through_the_handler_that_was_there_before",
+        );
+        assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
+        assert!(stderr.contains("has overflowed its stack"), "{stderr}");
     }
 }
