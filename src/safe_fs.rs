@@ -38,7 +38,7 @@ mod unnamed;
 mod walk;
 
 pub(crate) use open::{Unopened, open_append_log, open_trusted};
-pub(crate) use private_dir::{PrivateDir, temp_dir};
+pub(crate) use private_dir::{PrivateDir, shown_temp_dir, temp_dir};
 pub(crate) use unnamed::{create_new_in, create_unnamed, random_name};
 pub(crate) use walk::open_directory;
 

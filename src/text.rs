@@ -151,7 +151,7 @@ mod tests {
             for_lines("t=\x1b]0;x\x07\r\nz\u{9b}1m"),
             "t=\\e]0;x\\x07\\r\nz\\u{9b}1m"
         );
-        let every: String = (0u32..=0x10ffff).filter_map(char::from_u32).collect();
+        let every: String = (0u32..=0x0010_ffff).filter_map(char::from_u32).collect();
         let safe = for_lines(&every);
         assert!(
             safe.chars().all(|c| c == '\n' || !needs_escape(c)),

@@ -54,13 +54,23 @@ pub(crate) fn parse(
     let shown = crate::text::sanitize_line(&value.to_string_lossy(), 40);
     let problem =
         |why: &str| format!("{VARIABLE} '{shown}': {why} (Unix time in milliseconds is expected)");
-    let text = value.to_str().unwrap_or_default();
-    if text.is_empty() || text.len() > 19 || !text.bytes().all(|b| b.is_ascii_digit()) {
+    let Some(text) = value.to_str() else {
+        return Err(problem("not text (bytes that are not UTF-8)"));
+    };
+    if text.trim() != text {
+        return Err(problem("white space around the number"));
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(problem("not a whole number of milliseconds"));
     }
+    if digits.len() < text.len() {
+        return Err(problem("a sign before the number"));
+    }
+    // u64 milliseconds run past the year 500 million: more is no time.
     let unix_ms: u64 = text
         .parse()
-        .map_err(|_| problem("not a whole number of milliseconds"))?;
+        .map_err(|_| problem("too large: no clock reaches it"))?;
     let now_ms = unix_millis(now);
     if unix_ms < SECONDS_BY_MISTAKE_MS && now_ms >= SANE_CLOCK_MS {
         return Err(problem(
@@ -133,8 +143,13 @@ mod tests {
         }
         let err = read("1780000000").unwrap_err();
         assert!(err.contains("seconds, not milliseconds?"), "{err}");
-        // Too long for any clock: refused, not wrapped.
-        assert!(read("99999999999999999999").is_err());
+        // Too long for any clock: refused, not wrapped, and said so.
+        let err = read("99999999999999999999").unwrap_err();
+        assert!(err.contains("too large"), "{err}");
+        assert!(read(" 1780000000000").unwrap_err().contains("white space"));
+        assert!(read("-5").unwrap_err().contains("a sign"));
+        assert!(read("+1780000000000").unwrap_err().contains("a sign"));
+        assert!(read("1.5e12").unwrap_err().contains("not a whole number"));
     }
 
     #[test]

@@ -257,7 +257,8 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, By) {
     }
 
     // 5. Not found, not executable: deterministic, retrying cannot help;
-    // but a binary still being written (ETXTBSY) will be done.
+    // but a binary still being written (ETXTBSY) will be done, and a
+    // process limit (EAGAIN) or memory pressure (ENOMEM) passes.
     if let ProcessEnd::NotStarted {
         transient: false, ..
     } = ending.process

@@ -17,7 +17,8 @@ pub(crate) enum ProcessEnd {
         status: u8,
         message: String,
         /// Worth another try: the cause passes (a binary still being
-        /// written, ETXTBSY). Else retrying cannot help.
+        /// written, ETXTBSY; a process limit, EAGAIN; memory, ENOMEM).
+        /// Else retrying cannot help.
         transient: bool,
     },
 }
@@ -136,12 +137,22 @@ pub(super) fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Pr
             126,
             format!("{name}: cannot execute (text file busy: still being written)"),
         ),
-        Some(libc::EAGAIN | libc::ENOMEM) => {
-            (125, format!("{name}: cannot start a process: {err}"))
-        }
+        // A process limit (`ulimit -u`, a cgroup's pids.max) or memory
+        // pressure: that passes as other processes end, so it is retried.
+        Some(libc::EAGAIN) => (
+            125,
+            format!("{name}: cannot start a process: the limit on processes is reached (EAGAIN)"),
+        ),
+        Some(libc::ENOMEM) => (
+            125,
+            format!("{name}: cannot start a process: out of memory (ENOMEM)"),
+        ),
         _ => (126, format!("{name}: cannot execute: {err}")),
     };
-    let transient = err.raw_os_error() == Some(libc::ETXTBSY);
+    let transient = matches!(
+        err.raw_os_error(),
+        Some(libc::ETXTBSY | libc::EAGAIN | libc::ENOMEM)
+    );
     ProcessEnd::NotStarted {
         status,
         message,
@@ -149,7 +160,7 @@ pub(super) fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Pr
     }
 }
 
-/// `SIGTERM`, or `signal 34` for one without a common name.
+/// `SIGTERM`, `SIGRTMIN+3`, or `signal 32` for one without a common name.
 pub(crate) fn signal_name(signal: i32) -> String {
     let name = match signal {
         libc::SIGHUP => "SIGHUP",
@@ -167,17 +178,87 @@ pub(crate) fn signal_name(signal: i32) -> String {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGALRM => "SIGALRM",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGCHLD => "SIGCHLD",
+        libc::SIGCONT => "SIGCONT",
+        libc::SIGSTOP => "SIGSTOP",
+        libc::SIGTSTP => "SIGTSTP",
+        libc::SIGTTIN => "SIGTTIN",
+        libc::SIGTTOU => "SIGTTOU",
+        libc::SIGURG => "SIGURG",
         libc::SIGXCPU => "SIGXCPU",
         libc::SIGXFSZ => "SIGXFSZ",
         libc::SIGVTALRM => "SIGVTALRM",
         libc::SIGPROF => "SIGPROF",
+        libc::SIGWINCH => "SIGWINCH",
+        libc::SIGIO => "SIGIO",
+        libc::SIGSYS => "SIGSYS",
         #[cfg(any(target_os = "linux", target_os = "android"))]
         libc::SIGPWR => "SIGPWR",
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        _ if (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signal) => {
-            return format!("SIGRTMIN+{}", signal - libc::SIGRTMIN());
-        }
-        _ => return format!("signal {signal}"),
+        libc::SIGSTKFLT => "SIGSTKFLT",
+        #[cfg(any(target_os = "freebsd", target_vendor = "apple"))]
+        libc::SIGEMT => "SIGEMT",
+        #[cfg(any(target_os = "freebsd", target_vendor = "apple"))]
+        libc::SIGINFO => "SIGINFO",
+        _ => return realtime_name(signal).unwrap_or_else(|| format!("signal {signal}")),
     };
     name.to_string()
+}
+
+/// A Linux real-time signal as glibc, bash's `kill -l` and procps name
+/// them (SIGRTMIN is 34 there), whatever C library retry was built with,
+/// so that the musl and glibc builds say the same: `SIGRTMIN`,
+/// `SIGRTMIN+1` up to `SIGRTMIN+15`, `SIGRTMAX-14` up to `SIGRTMAX`. 32
+/// and 33, kept by glibc, have no common name.
+fn realtime_name(signal: i32) -> Option<String> {
+    if !cfg!(any(target_os = "linux", target_os = "android")) {
+        return None;
+    }
+    Some(match signal {
+        34 => "SIGRTMIN".to_string(),
+        35..=49 => format!("SIGRTMIN+{}", signal - 34),
+        50..=63 => format!("SIGRTMAX-{}", 64 - signal),
+        64 => "SIGRTMAX".to_string(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transient(errno: i32) -> (u8, bool) {
+        match not_started("cmd".as_ref(), &std::io::Error::from_raw_os_error(errno)) {
+            ProcessEnd::NotStarted {
+                status, transient, ..
+            } => (status, transient),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_start_refused_for_a_cause_that_passes_is_transient() {
+        assert_eq!(transient(libc::EAGAIN), (125, true));
+        assert_eq!(transient(libc::ENOMEM), (125, true));
+        assert_eq!(transient(libc::ETXTBSY), (126, true));
+        assert_eq!(transient(libc::ENOENT), (127, false));
+        assert_eq!(transient(libc::EACCES), (126, false));
+    }
+
+    #[test]
+    fn every_signal_has_its_name() {
+        assert_eq!(signal_name(libc::SIGSYS), "SIGSYS");
+        assert_eq!(signal_name(libc::SIGIO), "SIGIO");
+        assert_eq!(signal_name(libc::SIGWINCH), "SIGWINCH");
+        #[cfg(target_os = "linux")]
+        {
+            assert_eq!(signal_name(29), "SIGIO");
+            assert_eq!(signal_name(31), "SIGSYS");
+            assert_eq!(signal_name(32), "signal 32");
+            assert_eq!(signal_name(34), "SIGRTMIN");
+            assert_eq!(signal_name(37), "SIGRTMIN+3");
+            assert_eq!(signal_name(60), "SIGRTMAX-4");
+            assert_eq!(signal_name(64), "SIGRTMAX");
+        }
+    }
 }

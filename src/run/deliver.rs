@@ -68,8 +68,8 @@ impl HeldStdout {
         let dir = safe_fs::temp_dir();
         let file = tempfile::tempfile_in(&dir).with_context(|| {
             format!(
-                "creating the --buffer-stdout spool in {} (TMPDIR)",
-                dir.display()
+                "creating the --buffer-stdout spool in {}",
+                safe_fs::shown_temp_dir(&dir)
             )
         })?;
         Ok(HeldStdout {
@@ -159,7 +159,10 @@ impl HeldStdout {
     pub(crate) fn describe(&self) -> String {
         match &self.target {
             Target::Stdout { dir, .. } => {
-                format!("the --buffer-stdout spool in {} (TMPDIR)", dir.display())
+                format!(
+                    "the --buffer-stdout spool in {}",
+                    safe_fs::shown_temp_dir(dir)
+                )
             }
             Target::Output { path, .. } => {
                 format!("the temporary file of -o {}", path.display())

@@ -99,8 +99,8 @@ impl Run<'_> {
 fn spool_problem(stdin: &StdinSource) -> String {
     match stdin.spool_failure() {
         Some((dir, error)) => format!(
-            "--stdin replay: the spool in {} (TMPDIR) could not hold the whole input: {}",
-            dir.display(),
+            "--stdin replay: the spool in {} could not hold the whole input: {}",
+            crate::safe_fs::shown_temp_dir(dir),
             error_text(error)
         ),
         None => String::new(),

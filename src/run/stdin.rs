@@ -94,8 +94,8 @@ impl StdinSource {
                     let dir = safe_fs::temp_dir();
                     let file = tempfile::tempfile_in(&dir).with_context(|| {
                         format!(
-                            "creating the --stdin replay spool in {} (TMPDIR)",
-                            dir.display()
+                            "creating the --stdin replay spool in {}",
+                            safe_fs::shown_temp_dir(&dir)
                         )
                     })?;
                     Ok(StdinSource::Replay(Spool {
@@ -155,8 +155,8 @@ impl StdinSource {
                 if let Some(error) = &spool.broken {
                     // Never hand an attempt a replay with a hole in it.
                     anyhow::bail!(
-                        "--stdin replay: the spool in {} (TMPDIR) lacks part of the input: {error}",
-                        spool.dir.display()
+                        "--stdin replay: the spool in {} lacks part of the input: {error}",
+                        safe_fs::shown_temp_dir(&spool.dir)
                     );
                 }
                 let (reader, writer) = crate::sys::fd::pipe().context("creating the stdin pipe")?;

@@ -135,6 +135,17 @@ pub(crate) fn temp_dir() -> PathBuf {
     tmpdir().unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
+/// [`temp_dir`]'s `dir` for messages: `/var/tmp (TMPDIR)`, or `/tmp`
+/// when TMPDIR is not set (naming an unset variable sends the reader to
+/// the wrong place).
+pub(crate) fn shown_temp_dir(dir: &Path) -> String {
+    if tmpdir().is_some() {
+        format!("{} (TMPDIR)", dir.display())
+    } else {
+        format!("{} (TMPDIR is not set)", dir.display())
+    }
+}
+
 /// `$TMPDIR` when it is set and not empty (an empty variable counts as
 /// unset, as everywhere in retry; std's `temp_dir` would take it for the
 /// current directory).

@@ -386,7 +386,10 @@ mod tests {
     fn an_overlong_value_is_kept_cut_and_marked_never_as_a_valid_start() {
         let long = format!("Retry-After: 120{}x", " ".repeat(MOST_VALUE));
         let value = seen(&["HTTP/1.1 429", &long]).retry_after.unwrap();
-        assert!(value.starts_with("120") && value.ends_with("..."), "{value}");
+        assert!(
+            value.starts_with("120") && value.ends_with("..."),
+            "{value}"
+        );
         assert_eq!(value.len(), MOST_VALUE + 3);
     }
 
