@@ -12,7 +12,9 @@ use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
 use crate::circuit::CircuitConfig;
 use crate::cli::Cli;
 use crate::cli::StdinMode;
-use crate::cli::checks::{check_exit_lists, check_success_codes, check_successes, hook_command};
+use crate::cli::checks::{
+    check_exit_lists, check_success_codes, check_successes, give_up_exit_collision, hook_command,
+};
 use crate::cli::deadline::{self, OuterDeadline};
 use crate::cli::generate::Kind as GenerateKind;
 use crate::policy::backoff::Policy;
@@ -388,13 +390,7 @@ impl Config {
                 humantime::format_duration(cli.cap)
             ));
         }
-        if let Some(code) = cli.give_up_exit
-            && let Some(meaning) = give_up_exit_collision(code)
-        {
-            warnings.push(format!(
-                "--give-up-exit {code}: {code} already means {meaning}: a caller cannot tell a run that gave up from that (75, EX_TEMPFAIL, is the usual choice)"
-            ));
-        }
+        warnings.extend(cli.give_up_exit.and_then(give_up_exit_collision));
         // Only what runs the command (or explains it) is bound by it.
         let outer_deadline = match mode {
             Mode::Run | Mode::Explain => deadline::from_env().map_err(UsageError)?,
@@ -441,17 +437,4 @@ impl Config {
             child_locale: found.child_locale,
         })
     }
-}
-
-/// What `code` already means for retry, for `--give-up-exit`'s warning:
-/// a success, or one of the statuses coreutils `timeout` gave meanings to.
-fn give_up_exit_collision(code: u8) -> Option<&'static str> {
-    Some(match code {
-        0 => "success",
-        124 => "that the last attempt timed out",
-        125 => "that retry itself failed",
-        126 => "that the command could not be executed",
-        127 => "that the command was not found",
-        _ => return None,
-    })
 }
