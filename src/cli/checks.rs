@@ -68,6 +68,22 @@ pub(super) fn check_successes(successes: u64, attempts: Option<u64>) -> Result<(
     }
 }
 
+/// `--give-up-exit CODE` where CODE already means something for retry (a
+/// success, or a status coreutils `timeout` gave a meaning to): the warning.
+pub(super) fn give_up_exit_collision(code: u8) -> Option<String> {
+    let meaning = match code {
+        0 => "success",
+        124 => "that the last attempt timed out",
+        125 => "that retry itself failed",
+        126 => "that the command could not be executed",
+        127 => "that the command was not found",
+        _ => return None,
+    };
+    Some(format!(
+        "--give-up-exit {code}: {code} already means {meaning}: a caller cannot tell a run that gave up from that (75, EX_TEMPFAIL, is the usual choice)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,20 +99,4 @@ mod tests {
             "{err}"
         );
     }
-}
-
-/// `--give-up-exit CODE` where CODE already means something for retry (a
-/// success, or a status coreutils `timeout` gave a meaning to): the warning.
-pub(super) fn give_up_exit_collision(code: u8) -> Option<String> {
-    let meaning = match code {
-        0 => "success",
-        124 => "that the last attempt timed out",
-        125 => "that retry itself failed",
-        126 => "that the command could not be executed",
-        127 => "that the command was not found",
-        _ => return None,
-    };
-    Some(format!(
-        "--give-up-exit {code}: {code} already means {meaning}: a caller cannot tell a run that gave up from that (75, EX_TEMPFAIL, is the usual choice)"
-    ))
 }
