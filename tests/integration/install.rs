@@ -1,14 +1,17 @@
 //! The install script (`scripts/install`, which the GitHub Action runs)
-//! installs only what it verified: each case against a local server on
-//! 127.0.0.1 (started by the test on a free port, stopped when dropped),
-//! with curl and again with wget alone (curl hidden from PATH).
+//! installs only what it verified, and gives up on a mirror that stalls,
+//! trickles or never ends: each case against a local server on 127.0.0.1
+//! (started by the test on a free port, stopped when dropped), with curl
+//! and again with wget alone (curl hidden from PATH).
 //!
 //! A good release installs (over a symlink in the directory without
 //! following it). Refused, with exit 1, a message naming what was wrong,
 //! nothing in `--dir` and nothing left in TMPDIR: a wrong or missing
 //! checksum, a tarball holding a symlink or a hard link (to the binary, or
 //! as its directory), a binary that is not an ELF for the target's machine
-//! or has an absurd size, and a tarball that unpacks too large.
+//! or has an absurd size, a SHA256SUMS or a tarball over its size limit
+//! (also streamed without end), a tarball that unpacks too large, and a
+//! mirror that never answers or sends a byte a second.
 //!
 //! Tarballs are made with python3's tarfile (exact member types, links
 //! included). Needs python3, curl and wget, and strip (binutils: the debug
@@ -23,7 +26,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -55,8 +58,12 @@ fn served(file: &str) -> String {
 enum Reply {
     /// 200, with its Content-Length.
     File(Vec<u8>),
+    /// 200 with no length, and a body that never ends.
+    Endless,
     /// Reads the request and never answers.
     Silent,
+    /// The whole response, status line first, one byte a second.
+    Trickle(Vec<u8>),
 }
 
 /// A hostile mirror: an HTTP server on 127.0.0.1 (a free port), a thread
@@ -65,6 +72,8 @@ enum Reply {
 struct Mirror {
     port: u16,
     stop: Arc<AtomicBool>,
+    /// Bytes of endless bodies the kernel took.
+    sent: Arc<AtomicU64>,
     accepter: Option<JoinHandle<()>>,
 }
 
@@ -74,16 +83,18 @@ impl Mirror {
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
         let routes = Arc::new(routes);
-        let stopped = stop.clone();
+        let (stopped, counted) = (stop.clone(), sent.clone());
         let accepter = thread::spawn(move || {
             let mut connections = Vec::new();
             while !stopped.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (routes, stop) = (routes.clone(), stopped.clone());
+                        let (routes, stop, sent) =
+                            (routes.clone(), stopped.clone(), counted.clone());
                         connections.push(thread::spawn(move || {
-                            answer(stream, &routes, &stop);
+                            answer(stream, &routes, &stop, &sent);
                         }));
                     }
                     Err(_) => thread::sleep(Duration::from_millis(10)),
@@ -96,12 +107,17 @@ impl Mirror {
         Mirror {
             port,
             stop,
+            sent,
             accepter: Some(accepter),
         }
     }
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
     }
 }
 
@@ -126,7 +142,7 @@ fn pause(stop: &AtomicBool, time: Duration) -> bool {
     !stop.load(Ordering::SeqCst)
 }
 
-fn answer(stream: TcpStream, routes: &HashMap<String, Reply>, stop: &AtomicBool) {
+fn answer(stream: TcpStream, routes: &HashMap<String, Reply>, stop: &AtomicBool, sent: &AtomicU64) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
@@ -158,8 +174,26 @@ fn answer(stream: TcpStream, routes: &HashMap<String, Reply>, stop: &AtomicBool)
             );
             let _ = stream.write_all(body);
         }
+        Some(Reply::Endless) => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+            // Lines as SHA256SUMS has them, for ever.
+            let line = format!("{}  {}.tar.gz\n", "0".repeat(64), top());
+            let chunk = line.repeat(64 * 1024 / line.len());
+            while !stop.load(Ordering::SeqCst) && stream.write_all(chunk.as_bytes()).is_ok() {
+                sent.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+            }
+            return;
+        }
         Some(Reply::Silent) => {
             while pause(stop, Duration::from_secs(1)) {}
+            return;
+        }
+        Some(Reply::Trickle(response)) => {
+            for byte in response {
+                if stream.write_all(&[*byte]).is_err() || !pause(stop, Duration::from_secs(1)) {
+                    break;
+                }
+            }
             return;
         }
     }
@@ -650,6 +684,163 @@ fn the_install_script_refuses_a_tarball_that_unpacks_too_large() {
     setup.refused(by, &out, &["unpacks to more than 134217728 bytes"]);
 }
 
+#[test]
+fn the_install_script_refuses_an_oversized_sha256sums_before_reading_it() {
+    // 1 MiB with its length announced, then one that never ends: each cut
+    // at 64 KiB, unread.
+    for by in downloaders() {
+        let setup = Setup::new();
+        let mut routes = release(setup.path(), &borrowed(&members_with(binary())));
+        let sums = served("SHA256SUMS");
+        for reply in [Reply::File(vec![b'0'; MIB as usize]), Reply::Endless] {
+            routes.insert(sums.clone(), reply);
+            let mirror = Mirror::start(routes.clone());
+            let started = Instant::now();
+            let out = setup.install(by, &mirror, &[]);
+            setup.refused(by, &out, &["SHA256SUMS is larger than 65536 bytes"]);
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{by:?}: {:?}",
+                started.elapsed()
+            );
+            assert!(mirror.sent() < 32 * MIB, "{by:?}: sent {}", mirror.sent());
+        }
+    }
+}
+
+#[test]
+fn the_install_script_stops_an_endless_tarball_at_the_size_limit() {
+    // With the default limit (64 MiB), and with a lower one.
+    for by in downloaders() {
+        let setup = Setup::new();
+        let mut routes = release(setup.path(), &borrowed(&members_with(binary())));
+        routes.insert(served(&format!("{}.tar.gz", top())), Reply::Endless);
+        for (limit, env) in [(64 * MIB, None), (MIB, Some(MIB.to_string()))] {
+            let mirror = Mirror::start(routes.clone());
+            let env: Vec<(&str, &str)> = env
+                .iter()
+                .map(|v| ("RETRY_INSTALL_MAX_TARBALL_BYTES", v.as_str()))
+                .collect();
+            let started = Instant::now();
+            let out = setup.install(by, &mirror, &env);
+            let took = started.elapsed();
+            setup.refused(by, &out, &[&format!("tar.gz is larger than {limit} bytes")]);
+            // What the kernel took past the limit is its socket buffers.
+            let sent = mirror.sent();
+            assert!(
+                sent > limit && sent < limit + 32 * MIB,
+                "{by:?}: sent {sent}"
+            );
+            assert!(took < Duration::from_secs(30), "{by:?}: {took:?}");
+            eprintln!("{by:?}: endless tarball refused at {limit} bytes in {took:?} (sent {sent})");
+        }
+    }
+}
+
+/// Runs the script against `routes` with `env`: its output and how long it
+/// took.
+fn timed(
+    setup: &Setup,
+    by: Downloader,
+    routes: HashMap<String, Reply>,
+    env: &[(&str, &str)],
+) -> (Output, Duration) {
+    let mirror = Mirror::start(routes);
+    let started = Instant::now();
+    let out = setup.install(by, &mirror, env);
+    (out, started.elapsed())
+}
+
+#[test]
+fn the_install_script_gives_up_a_silent_mirror_after_the_stall_limit() {
+    // Silent on SHA256SUMS, then on the tarball after a good SHA256SUMS:
+    // each given up after RETRY_INSTALL_STALL_SECONDS (2), not tried again.
+    for by in downloaders() {
+        let setup = Setup::new();
+        let good = release(setup.path(), &borrowed(&members_with(binary())));
+        for file in ["SHA256SUMS".to_string(), format!("{}.tar.gz", top())] {
+            let mut routes = good.clone();
+            routes.insert(served(&file), Reply::Silent);
+            let env = [("RETRY_INSTALL_STALL_SECONDS", "2")];
+            let (out, took) = timed(&setup, by, routes, &env);
+            setup.refused(
+                by,
+                &out,
+                &[
+                    "could not download http://127.0.0.1:",
+                    &format!("/{file}: gave up after"),
+                    "RETRY_INSTALL_STALL_SECONDS",
+                ],
+            );
+            assert!(
+                took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+                "{by:?}: {file}: {took:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_install_script_gives_up_a_silent_mirror_within_100_s_by_default() {
+    // With the default limits (nothing for 30 s), curl and wget at once.
+    let by = downloaders();
+    if by.is_empty() {
+        return;
+    }
+    let mut routes = HashMap::new();
+    routes.insert(served("SHA256SUMS"), Reply::Silent);
+    let runs: Vec<_> = by
+        .iter()
+        .map(|&by| {
+            let routes = routes.clone();
+            thread::spawn(move || {
+                let setup = Setup::new();
+                let (out, took) = timed(&setup, by, routes, &[]);
+                (by, setup, out, took)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (by, setup, out, took) = run.join().unwrap();
+        eprintln!("{by:?}: a silent mirror given up after {took:?} with the default limits");
+        setup.refused(by, &out, &["gave up after", "30 s with nothing"]);
+        assert!(took < Duration::from_secs(100), "{by:?}: {took:?}");
+        assert!(took >= Duration::from_secs(29), "{by:?}: {took:?}");
+    }
+}
+
+#[test]
+fn the_install_script_gives_up_a_mirror_that_sends_a_byte_a_second() {
+    // curl: under RETRY_INSTALL_MIN_RATE for RETRY_INSTALL_STALL_SECONDS (3);
+    // wget (no minimum rate): at RETRY_INSTALL_MAX_SECONDS (6).
+    for by in downloaders() {
+        let setup = Setup::new();
+        let mut routes = release(setup.path(), &borrowed(&members_with(binary())));
+        let sums = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+        routes.insert(served("SHA256SUMS"), Reply::Trickle(sums));
+        let env = [
+            ("RETRY_INSTALL_STALL_SECONDS", "3"),
+            ("RETRY_INSTALL_MAX_SECONDS", "6"),
+        ];
+        let (out, took) = timed(&setup, by, routes, &env);
+        setup.refused(
+            by,
+            &out,
+            &["SHA256SUMS: gave up after", "RETRY_INSTALL_MAX_SECONDS"],
+        );
+        let (least, most) = match by {
+            Downloader::Curl => (3, 6),
+            Downloader::Wget => (6, 10),
+        };
+        assert!(
+            took >= Duration::from_secs(least) && took < Duration::from_secs(most),
+            "{by:?}: {took:?}"
+        );
+    }
+}
+
+/// Sanity of the mirror itself: a file, a 404, and the stop that ends a
+/// silent connection.
 #[test]
 fn the_hostile_mirror_serves_files_and_stops() {
     let mirror = Mirror::start(HashMap::from([
