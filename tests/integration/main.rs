@@ -16,6 +16,7 @@ mod handoff;
 mod hooks;
 mod hostile;
 mod house;
+mod install;
 mod io;
 mod jobs;
 mod messages;
