@@ -283,6 +283,15 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         }
     };
     process::adopt_orphans();
+    // While retry has one thread: the watchdog is a fork that runs on.
+    if let Err(err) = process::watchdog::start() {
+        reporter.warning(
+            "processes",
+            &format!(
+                "no watchdog process ({err}): should retry be killed with SIGKILL, what an attempt started in the background may outlive it"
+            ),
+        );
+    }
     let gate = match &circuit {
         Some(circuit) => admit(circuit, config.hooks.give_up_exit, &mut reporter),
         None => Gate::Unchecked,

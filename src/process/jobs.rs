@@ -48,9 +48,16 @@ fn controlling_terminal() -> Option<OwnedFd> {
     .ok()
 }
 
+/// Whether retry's process group is the foreground of its controlling
+/// terminal (no terminal: no).
+pub(super) fn in_the_terminals_foreground() -> bool {
+    controlling_terminal().is_some_and(|tty| ours(&tty))
+}
+
 /// Whether retry's process group is `tty`'s foreground.
 fn ours(tty: &OwnedFd) -> bool {
-    rustix::termios::tcgetpgrp(tty).is_ok_and(|group| group == rustix::process::getpgrp())
+    rustix::termios::tcgetpgrp(tty)
+        .is_ok_and(|group| group.as_raw_nonzero().get() == crate::sys::process::own_group())
 }
 
 impl Running {
@@ -149,7 +156,9 @@ impl Running {
         let Some(tty) = self.job.lent.take() else {
             return false;
         };
-        let _ = rustix::termios::tcsetpgrp(&tty, rustix::process::getpgrp());
+        if let Some(ours) = rustix::process::Pid::from_raw(crate::sys::process::own_group()) {
+            let _ = rustix::termios::tcsetpgrp(&tty, ours);
+        }
         true
     }
 

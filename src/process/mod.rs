@@ -19,6 +19,7 @@ mod jobs;
 mod kept;
 pub(crate) mod signals;
 mod tree;
+pub(crate) mod watchdog;
 
 use ending::not_started;
 pub(crate) use ending::{Ending, ProcessEnd, signal_name};
@@ -54,12 +55,15 @@ pub(crate) struct Running {
     pid: Pid,
     own_group: bool,
     reaped: bool,
-    /// In the shared-group mode, the child's start time, read the first
-    /// time its processes are looked for (see `tree`).
+    /// In the shared-group mode, the child's start time (see `tree`).
     start: Option<u64>,
-    /// In the shared-group mode, retry's children when the child was
-    /// spawned: not the attempt's.
+    /// In the shared-group mode, retry's children and its group's other
+    /// processes when the child was spawned: not the attempt's.
     before: Vec<tree::Member>,
+    /// In the shared-group mode, every process of the attempt found so far:
+    /// one that is orphaned later (to init, where nothing adopts orphans)
+    /// is still ended, SIGKILL at `--kill-after` included.
+    found: Vec<tree::Member>,
     /// What job control did for it (`jobs`).
     job: jobs::Job,
     /// In the shared-group mode where there is one, the keeper the command
@@ -74,7 +78,7 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
     let before = if launch.own_group {
         Vec::new()
     } else {
-        tree::our_children()
+        tree::present(our_group())
     };
     let started = open_null(launch).and_then(|null| {
         let fd = |io| child_fd(io, null.as_ref());
@@ -95,17 +99,27 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<Running, ProcessEnd> {
         crate::sys::spawn::start(&request).map(|pid| (pid, None))
     });
     match started {
-        Ok((pid, keeper)) => Ok(Running {
-            pid,
-            own_group: launch.own_group,
-            reaped: false,
-            start: None,
-            before,
-            job: jobs::Job::default(),
-            keeper,
-        }),
+        Ok((pid, keeper)) => {
+            let mut running = Running {
+                pid,
+                own_group: launch.own_group,
+                reaped: false,
+                start: None,
+                before,
+                found: Vec::new(),
+                job: jobs::Job::default(),
+                keeper,
+            };
+            running.guard();
+            Ok(running)
+        }
         Err(err) => Err(not_started(program, &err)),
     }
+}
+
+/// Retry's own process group (0: none in this PID namespace).
+fn our_group() -> i32 {
+    crate::sys::process::own_group()
 }
 
 /// The descriptor `io` puts in the child's place; `None` leaves retry's.
@@ -134,6 +148,20 @@ fn open_null(launch: &Launch<'_>) -> std::io::Result<Option<OwnedFd>> {
 }
 
 impl Running {
+    /// Tell the run's watchdog what to end should retry die now: the
+    /// attempt's group, or in retry's group its command (the keeper, where
+    /// there is one, does that itself).
+    fn guard(&mut self) {
+        if self.own_group {
+            watchdog::guard_group(self.pid);
+        } else if self.keeper.is_none() {
+            self.start = tree::start_of(self.pid);
+            if let Some(start) = self.start {
+                watchdog::guard_shared(self.pid, start, our_group(), &self.before);
+            }
+        }
+    }
+
     /// Send `signal` to the attempt: its pid and, in group mode, its whole
     /// group, else each process it started (`tree`); then SIGCONT, so a
     /// stopped child can act on it. Only called before the child is reaped.
@@ -149,21 +177,27 @@ impl Running {
         let Some(sig) = crate::sys::signal::to_send(signal) else {
             return;
         };
+        if self.own_group {
+            let _ = rustix::process::kill_process(self.pid, sig);
+            let _ = rustix::process::kill_process_group(self.pid, sig);
+            return;
+        }
+        // In retry's group, what the command started is looked for first:
+        // a shell that dies of the signal at once would orphan it before a
+        // later look (to init, where nothing adopts orphans).
+        let members = self.shared_leftovers();
         // Under a keeper the command may be reaped already (by the keeper),
         // its pid free: it is signalled as one of the keeper's members.
         if self.keeper.is_none() {
             let _ = rustix::process::kill_process(self.pid, sig);
         }
-        if self.own_group {
-            let _ = rustix::process::kill_process_group(self.pid, sig);
-        } else {
-            for member in self.shared_leftovers() {
-                tree::signal(member, sig);
-            }
+        for member in members {
+            tree::signal(member, sig);
         }
     }
 
-    /// In the shared-group mode, what the attempt started and still runs.
+    /// In the shared-group mode, what the attempt started and still runs,
+    /// remembered for the next look.
     fn shared_leftovers(&mut self) -> Vec<tree::Member> {
         if let Some(keeper) = &self.keeper {
             return keeper.members();
@@ -171,10 +205,19 @@ impl Running {
         if self.start.is_none() {
             self.start = tree::start_of(self.pid);
         }
-        let child = (!self.reaped).then_some(self.pid);
-        self.start
-            .map(|start| tree::leftovers(child, start, &self.before))
-            .unwrap_or_default()
+        let Some(start) = self.start else {
+            return Vec::new();
+        };
+        let attempt = tree::SharedAttempt {
+            child: (!self.reaped).then(|| self.pid.as_raw_nonzero().get()),
+            start,
+            group: our_group(),
+            adopter: Some(rustix::process::getpid().as_raw_nonzero().get()),
+            before: &self.before,
+        };
+        let left = tree::leftovers(&attempt, &self.found);
+        self.found.clone_from(&left);
+        left
     }
 
     /// How the child ended, if it has. Looks without reaping, so its pid
@@ -185,11 +228,14 @@ impl Running {
         }
         let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
         match rustix::process::waitid(WaitId::Pid(self.pid), options) {
-            Ok(Some(status)) => Some(match (status.exit_status(), status.terminating_signal()) {
-                (Some(code), _) => ProcessEnd::Exited(code),
-                (None, Some(signal)) => ProcessEnd::Signaled(signal),
-                (None, None) => ProcessEnd::Exited(255),
-            }),
+            Ok(Some(status)) => match (status.exit_status(), status.terminating_signal()) {
+                (Some(code), _) => Some(ProcessEnd::Exited(code)),
+                (None, Some(signal)) => Some(ProcessEnd::Signaled(signal)),
+                // Stopped or continued, not ended: macOS's waitid reports
+                // those even when only exits are asked for (job control
+                // looks at them apart, `jobs`).
+                (None, None) => None,
+            },
             Ok(None) => None,
             // ECHILD cannot happen for our own unreaped child; do not hang.
             Err(_) => Some(ProcessEnd::Exited(255)),
@@ -284,6 +330,8 @@ impl Running {
             interrupted = interrupted.or(self.end_leftovers(events, kill_after));
         }
         self.reap();
+        // Ended (or a success's, left to run): nothing for the watchdog.
+        watchdog::release();
         reap_orphans();
         Ending {
             process,

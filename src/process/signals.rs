@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use crate::sys::signal;
-use crate::sys::signal_pipe::SignalPipe;
+use crate::sys::signal_pipe::{SENDER_KNOWN, SignalPipe};
 use anyhow::{Context, Result};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
@@ -147,7 +147,17 @@ impl Events {
     /// Move what the handlers recorded into the queue.
     fn collect(&mut self) {
         for arrival in self.pipe.take() {
-            let from_terminal = arrival.from_kernel && FROM_A_TERMINAL.contains(&arrival.signal);
+            // Where the sender cannot be told (macOS), a terminal's signal
+            // is presumed when retry's group is the terminal's foreground:
+            // the key reached the command too, and it must not get the
+            // signal twice (a `kill -INT` of retry alone then ends the
+            // attempt by SIGKILL at --kill-after: README, Platforms).
+            let from_kernel = if SENDER_KNOWN {
+                arrival.from_kernel
+            } else {
+                super::jobs::in_the_terminals_foreground()
+            };
+            let from_terminal = from_kernel && FROM_A_TERMINAL.contains(&arrival.signal);
             let event = match arrival.signal {
                 libc::SIGCHLD => Event::ChildChanged,
                 libc::SIGCONT => Event::Continued,

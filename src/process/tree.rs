@@ -27,8 +27,8 @@ fn all_processes() -> Vec<ProcInfo> {
 /// boot), which tell it from a later process given the same pid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Member {
-    pid: i32,
-    start: u64,
+    pub(super) pid: i32,
+    pub(super) start: u64,
 }
 
 /// The start time of `child`, to find its processes by later (also once it
@@ -37,12 +37,14 @@ pub(super) fn start_of(child: Pid) -> Option<u64> {
     process::process_info(child.as_raw_nonzero().get()).map(|info| info.start)
 }
 
-/// Retry's children now: taken as an attempt is spawned, they are not its.
-pub(super) fn our_children() -> Vec<Member> {
+/// What is there as an attempt is spawned, and so not its: retry's
+/// children, and the other processes of `group` (retry's): the pipeline
+/// retry runs in, a service an earlier attempt left running.
+pub(super) fn present(group: i32) -> Vec<Member> {
     let us = rustix::process::getpid().as_raw_nonzero().get();
     all_processes()
         .into_iter()
-        .filter(|p| p.parent == us)
+        .filter(|p| p.parent == us || p.group == group)
         .map(|p| Member {
             pid: p.pid,
             start: p.start,
@@ -50,32 +52,100 @@ pub(super) fn our_children() -> Vec<Member> {
         .collect()
 }
 
-/// The attempt's processes, other than the child itself: its descendants,
-/// and retry's adopted children started no earlier than the child
-/// (`child_start`) and not among those there before it (`before`), with
-/// their descendants. `child` is `None` once it has been reaped (its pid
-/// may name another process by then; its children were reparented to
-/// retry when it exited). Zombies are included: a thread-group leader that
-/// ended with `pthread_exit` shows as one while its threads run on.
-pub(super) fn leftovers(child: Option<Pid>, child_start: u64, before: &[Member]) -> Vec<Member> {
-    let us = rustix::process::getpid().as_raw_nonzero().get();
-    let child = child.map(|pid| pid.as_raw_nonzero().get());
-    let processes = all_processes();
-    // Without a subreaper (macOS, the portable build) an orphan goes to
-    // init and is not found: our group is shared with the caller's other
-    // processes, so no other mark tells it apart (README, Platforms).
-    let adopted = |p: &ProcInfo| {
-        p.parent == us
-            && Some(p.pid) != child
-            && p.start >= child_start
-            && !before.iter().any(|b| b.pid == p.pid && b.start == p.start)
+/// An attempt in retry's process group, as [`members`] looks for its
+/// processes.
+#[derive(Clone, Debug)]
+pub(super) struct SharedAttempt<'a> {
+    /// The command, while it is unreaped (its pid may name another process
+    /// after that; its children were reparented when it exited).
+    pub(super) child: Option<i32>,
+    /// The command's start time: what the attempt started came later.
+    pub(super) start: u64,
+    /// Retry's process group, which the attempt shares.
+    pub(super) group: i32,
+    /// Whose children are adopted orphans: retry (a subreaper), or `None`
+    /// once retry is gone (the watchdog's look).
+    pub(super) adopter: Option<i32>,
+    /// What was there before the attempt ([`present`]).
+    pub(super) before: &'a [Member],
+}
+
+/// The attempt's processes, other than the command itself while it is
+/// `child`: below the command; retry's adopted children started no
+/// earlier than the command and not there before it; and, where nothing
+/// adopts orphans (macOS, the portable build, a retry that is gone), the
+/// processes of retry's group started no earlier than the command whose
+/// parent is outside the group (an orphan, reparented to init or a
+/// subreaper further up) and that were not there before; with everything
+/// below them. A process of the caller's pipeline is in the group too, but
+/// its parent (the shell) is not and it started before the attempt; what
+/// a pipeline member starts has its parent in the group. Zombies below
+/// the command are included (a thread-group leader that ended with
+/// `pthread_exit` shows as one while its threads run on); an orphan's is
+/// not (init reaps it, nothing runs).
+pub(super) fn members(processes: &[ProcInfo], attempt: &SharedAttempt<'_>) -> Vec<Member> {
+    let before = |p: &ProcInfo| {
+        attempt
+            .before
+            .iter()
+            .any(|b| b.pid == p.pid && b.start == p.start)
     };
-    let tops: Vec<i32> = processes
+    let in_group = |pid: i32| {
+        processes
+            .iter()
+            .any(|p| p.pid == pid && p.group == attempt.group)
+    };
+    let orphans_in_group = attempt.adopter.is_none() || !process::ADOPTS_ORPHANS;
+    let top = |p: &ProcInfo| {
+        if Some(p.pid) == attempt.child || Some(p.pid) == attempt.adopter || before(p) {
+            return false;
+        }
+        let below_child = Some(p.parent) == attempt.child;
+        let adopted = Some(p.parent) == attempt.adopter && p.start >= attempt.start;
+        let orphan = orphans_in_group
+            && p.group == attempt.group
+            && p.start >= attempt.start
+            && !p.zombie
+            && !in_group(p.parent);
+        below_child || adopted || orphan
+    };
+    let tops = processes.iter().filter(|p| top(p)).map(|p| p.pid).collect();
+    with_descendants(processes, tops)
+}
+
+/// The attempt's processes now ([`members`]), and those of `remembered`
+/// (found at an earlier look) that are still the processes they were,
+/// though nothing links them to the attempt any more (orphaned to init).
+pub(super) fn leftovers(attempt: &SharedAttempt<'_>, remembered: &[Member]) -> Vec<Member> {
+    let processes = all_processes();
+    let mut found = members(&processes, attempt);
+    for member in remembered {
+        let same = processes
+            .iter()
+            .any(|p| p.pid == member.pid && p.start == member.start && !p.zombie);
+        if same && !found.contains(member) {
+            found.push(*member);
+        }
+    }
+    found
+}
+
+/// What the watchdog ends of an attempt in retry's group once retry is
+/// gone: the command, if it is still the process it was, and everything
+/// [`members`] finds of the attempt.
+pub(super) fn abandoned(attempt: &SharedAttempt<'_>) -> Vec<Member> {
+    let processes = all_processes();
+    let mut found = members(&processes, attempt);
+    if let Some(child) = processes
         .iter()
-        .filter(|p| Some(p.parent) == child || adopted(p))
-        .map(|p| p.pid)
-        .collect();
-    with_descendants(&processes, tops)
+        .find(|p| Some(p.pid) == attempt.child && p.start == attempt.start)
+    {
+        found.push(Member {
+            pid: child.pid,
+            start: child.start,
+        });
+    }
+    found
 }
 
 /// Every process below `root` (a keeper, our unreaped child), not `root`.
@@ -131,11 +201,19 @@ mod tests {
             .unwrap();
         let pid = Pid::from_raw(child.id() as i32).unwrap();
         let start = start_of(pid).unwrap();
+        let us = rustix::process::getpid().as_raw_nonzero().get();
+        let attempt = SharedAttempt {
+            child: Some(pid.as_raw_nonzero().get()),
+            start,
+            group: process::own_group(),
+            adopter: Some(us),
+            before: &[],
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let mut found = leftovers(Some(pid), start, &[]);
+        let mut found = leftovers(&attempt, &[]);
         while found.len() < 2 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
-            found = leftovers(Some(pid), start, &[]);
+            found = leftovers(&attempt, &[]);
         }
         assert_eq!(found.len(), 2, "{found:?}");
         for member in &found {
@@ -154,6 +232,61 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(found.iter().all(ended), "{found:?}");
+    }
+
+    fn proc(pid: i32, parent: i32, group: i32, start: u64) -> ProcInfo {
+        ProcInfo {
+            pid,
+            parent,
+            group,
+            start,
+            zombie: false,
+        }
+    }
+
+    fn pids(found: &[Member]) -> Vec<i32> {
+        let mut pids: Vec<i32> = found.iter().map(|m| m.pid).collect();
+        pids.sort_unstable();
+        pids
+    }
+
+    #[test]
+    fn in_retrys_group_orphans_are_the_attempts_and_the_pipelines_processes_are_not() {
+        // The shell (its own group 50) runs `producer | retry | tee`, all
+        // in group 100; retry (101) started the command (200) at time 10.
+        // The command started 201 and 202; 202 ended, its child 203 went
+        // to init (1). The producer (102) starts 300 now, and the service
+        // 150 (an earlier attempt's) was there before.
+        let table = [
+            proc(1, 0, 1, 0),
+            proc(50, 1, 50, 1),
+            proc(102, 50, 100, 2),
+            proc(101, 50, 100, 2),
+            proc(103, 50, 100, 2),
+            proc(150, 1, 100, 5),
+            proc(200, 101, 100, 10),
+            proc(201, 200, 100, 11),
+            proc(203, 1, 100, 12),
+            proc(204, 203, 100, 13),
+            proc(300, 102, 100, 14),
+            ProcInfo {
+                zombie: true,
+                ..proc(205, 1, 100, 12)
+            },
+        ];
+        let before = [Member { pid: 150, start: 5 }];
+        let mut attempt = SharedAttempt {
+            child: Some(200),
+            start: 10,
+            group: 100,
+            adopter: None,
+            before: &before,
+        };
+        assert_eq!(pids(&members(&table, &attempt)), [201, 203, 204]);
+        // Once the command is reaped, its child is an orphan like the others.
+        attempt.child = None;
+        let reaped = [proc(201, 1, 100, 11), proc(203, 1, 100, 12)];
+        assert_eq!(pids(&members(&reaped, &attempt)), [201, 203]);
     }
 
     #[test]

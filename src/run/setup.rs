@@ -168,7 +168,8 @@ fn run_deadline(
 fn in_terminal_foreground() -> bool {
     let stdin = own_fd(0);
     rustix::termios::isatty(stdin)
-        && rustix::termios::tcgetpgrp(stdin).is_ok_and(|group| group == rustix::process::getpgrp())
+        && rustix::termios::tcgetpgrp(stdin)
+            .is_ok_and(|group| group.as_raw_nonzero().get() == crate::sys::process::own_group())
 }
 
 /// Retries layered on retries multiply: say so once, with the numbers,

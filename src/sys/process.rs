@@ -40,6 +40,14 @@ pub(crate) fn group_has_live_members(group: i32) -> Option<bool> {
     )
 }
 
+/// Retry's own process group: 0 where it has no number (retry is the first
+/// process of a PID namespace whose group lies outside it: `unshare -pf`).
+/// (rustix's `getpgrp` asserts a number, and would panic there.)
+pub(crate) fn own_group() -> i32 {
+    // SAFETY: getpgrp has no arguments and cannot fail.
+    unsafe { libc::getpgrp() }
+}
+
 /// Whether this build adopts what an attempt orphans ([`adopt_orphans`]).
 pub(crate) const ADOPTS_ORPHANS: bool = cfg!(all(
     any(target_os = "linux", target_os = "freebsd"),

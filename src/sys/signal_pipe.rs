@@ -46,6 +46,19 @@ const SI_KERNEL: i32 = 0x10006; // <sys/signal.h>; not in the `libc` crate
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
 const SI_KERNEL: i32 = i32::MIN; // never matches
 
+/// Whether [`Arrival::from_kernel`] can be told: Linux and FreeBSD mark a
+/// signal the kernel sent (a terminal's key); macOS leaves `si_code` at 0
+/// for every signal. The portable build takes macOS's way, so that the
+/// tests run it.
+pub(crate) const SENDER_KNOWN: bool = cfg!(all(
+    any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd"
+    ),
+    not(retry_posix)
+));
+
 /// A signal taken from the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Arrival {

@@ -71,10 +71,6 @@ fn timed_out_attempts_leave_no_background_grandchildren() {
     assert!(none_left(&a, Duration::from_secs(1)) && none_left(&b, Duration::from_secs(1)));
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
-)]
 #[test]
 fn in_retrys_group_a_timed_out_attempt_leaves_nothing_running_either() {
     // --foreground (a terminal's foreground): no group of its own to
@@ -106,10 +102,6 @@ fn in_retrys_group_a_timed_out_attempt_leaves_nothing_running_either() {
     );
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
-)]
 #[test]
 fn in_retrys_group_a_failed_attempts_leftovers_are_ended_but_a_successes_are_not() {
     let dir = scratch();
@@ -183,10 +175,6 @@ fn in_retrys_group_a_service_of_an_earlier_success_is_spared_by_a_later_failure(
     );
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
-)]
 #[test]
 fn in_retrys_group_a_command_whose_name_is_not_utf8_is_ended_with_what_it_started() {
     use std::os::unix::ffi::OsStrExt;
@@ -219,10 +207,6 @@ fn in_retrys_group_a_command_whose_name_is_not_utf8_is_ended_with_what_it_starte
     );
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux and FreeBSD only: in retry's group, what an attempt orphans is found as retry's adopted child; without a subreaper it goes to init (README, Platforms)"
-)]
 #[test]
 fn in_retrys_group_leftovers_that_ignore_sigterm_and_keep_forking_are_all_killed() {
     let spawned = marker();
@@ -483,10 +467,6 @@ fn a_child_killed_by_sigint_ends_the_run_without_retrying() {
     assert_eq!(lines(dir.path(), "attempts"), 1);
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux and FreeBSD only: no parent-death signal on macOS (README, Platforms)"
-)]
 #[test]
 fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
     let dir = scratch();
@@ -504,6 +484,95 @@ fn retry_killed_with_sigkill_takes_its_attempt_with_it() {
         none_left(&marker, Duration::from_secs(2)),
         "the attempt outlived retry"
     );
+}
+
+/// Start `retry ARGS -- sh -c BODY` (BODY touches `started` first), SIGKILL
+/// it once the command runs, and say whether every marked sleep is gone.
+fn sigkill_leaves_nothing(args: &[&str], body: &str, markers: &[&str]) -> bool {
+    let dir = scratch();
+    let started = dir.path().join("started");
+    let body = format!("touch '{}'; {body}", started.display());
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--", "sh", "-c", &body]);
+    let mut child = start_in_background(&all, dir.path());
+    wait_for_file(&started, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(200));
+    send_signal(child.id(), "KILL");
+    let _ = child.wait();
+    markers
+        .iter()
+        .all(|marker| none_left(marker, Duration::from_secs(3)))
+}
+
+#[test]
+fn a_sigkilled_retry_takes_what_the_command_started_in_the_background_too() {
+    // The parent-death signal reaches the command alone; the run's
+    // watchdog ends the attempt's whole group.
+    let (a, b) = (marker(), marker());
+    assert!(
+        sigkill_leaves_nothing(&[], &format!("sleep {a} & exec sleep {b}"), &[&a, &b]),
+        "a background sleep outlived a SIGKILLed retry"
+    );
+}
+
+#[test]
+fn in_retrys_group_a_sigkilled_retry_takes_the_attempt_and_its_orphans() {
+    // Below the command, and what it orphaned into retry's group (the
+    // subshell that started `sleep c` is gone before retry is killed).
+    let (a, b, c) = (marker(), marker(), marker());
+    let body = format!("(sleep {c} &); sleep {a} & sleep {b}");
+    assert!(
+        sigkill_leaves_nothing(&["--foreground"], &body, &[&a, &b, &c]),
+        "a sleep outlived a SIGKILLed retry"
+    );
+}
+
+#[test]
+fn in_retrys_group_a_grandchild_that_ignores_sigterm_is_killed_at_kill_after() {
+    // The shell dies of the time limit's SIGTERM at once; its grandchild,
+    // which ignores SIGTERM, is orphaned then: it is found all the same,
+    // and killed at --kill-after.
+    let (a, b) = (marker(), marker());
+    let started = Instant::now();
+    retry()
+        .args([
+            "--foreground",
+            "-T",
+            "200ms",
+            "--kill-after",
+            "300ms",
+            "-n",
+            "1",
+        ])
+        .args(["--", "sh", "-c"])
+        .arg(format!("(trap '' TERM; sleep {a}) & sleep {b}"))
+        .assert()
+        .code(124);
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert!(
+        none_left(&a, Duration::from_secs(2)) && none_left(&b, Duration::from_secs(2)),
+        "the SIGTERM-ignoring grandchild outlived --kill-after"
+    );
+}
+
+#[test]
+fn a_caller_that_ignores_sigterm_does_not_disarm_the_time_limits() {
+    // `trap '' TERM` passes an ignored SIGTERM to retry; the command gets
+    // SIGTERM's default all the same, so -T ends it with SIGTERM (124),
+    // not with SIGKILL after --kill-after (137).
+    for limit in ["-T", "--max-time"] {
+        let started = Instant::now();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "trap '' TERM; exec '{BIN}' -n 1 {limit} 300ms --kill-after 5s -- sleep 30"
+            ))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(124), "{limit}: {out:?}");
+        assert!(started.elapsed() < Duration::from_secs(4), "{limit}");
+    }
 }
 
 #[test]
@@ -798,9 +867,11 @@ fn no_zombie_is_left_during_the_backoff() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    assert!(
-        children.is_empty(),
-        "retry has children during its sleep: states {children:?}"
+    // The run's watchdog is its one child, and sleeps (S) until retry ends.
+    assert_eq!(
+        children,
+        ["S"],
+        "retry has other children than its watchdog during its sleep: states {children:?}"
     );
 }
 
@@ -880,10 +951,6 @@ fn in_retrys_group_a_worker_a_sidecar_detaches_is_not_the_attempts() {
     );
 }
 
-#[cfg_attr(
-    retry_posix,
-    ignore = "Linux only: the keeper that outlives a SIGKILLed retry (README, Platforms)"
-)]
 #[test]
 fn in_retrys_group_a_set_gid_command_dies_with_a_sigkilled_retry() {
     // The kernel clears the parent-death signal at the exec of a set-uid,

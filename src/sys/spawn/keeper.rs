@@ -114,9 +114,15 @@ unsafe fn keeper_main(
     let [report, hold, retrys_report, retrys_hold] = ends;
     // SAFETY: system calls on plain values; the keeper never returns.
     unsafe {
-        // Retry's ends: the hold pipe must close when retry closes its own.
+        // Retry's ends: the hold pipe must close when retry closes its own,
+        // and the watchdog's when retry goes (the keeper never executes
+        // anything, so close-on-exec does not close it here).
         libc::close(retrys_report);
         libc::close(retrys_hold);
+        let watchdog = crate::sys::watchdog::write_end();
+        if watchdog >= 0 {
+            libc::close(watchdog);
+        }
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         if libc::getppid() != retry {
             libc::_exit(125);

@@ -88,11 +88,15 @@ pub(crate) fn start(request: &Request<'_>) -> io::Result<Pid> {
 /// must not survive into the command; ignored: SIGPIPE, SIGXFSZ, SIGTTIN,
 /// SIGTTOU) is put back as the caller left it: ignored if the caller
 /// ignored it (nohup, `trap '' PIPE`), else its default. SIGCHLD always
-/// gets its default. Only `sigaction` calls on the stack: async-signal-safe,
+/// gets its default, and so does SIGTERM, the signal a time limit ends an
+/// attempt with: a caller's `trap '' TERM` must not disarm `-T` and
+/// `--max-time` (coreutils `timeout` likewise lets its term signal reach
+/// the command). Only `sigaction` calls on the stack: async-signal-safe,
 /// no allocation.
 fn child_dispositions() {
     for signal in changed_by_retry() {
-        let keep_ignored = signal != libc::SIGCHLD && caller_ignored(signal);
+        let always_default = signal == libc::SIGCHLD || signal == libc::SIGTERM;
+        let keep_ignored = !always_default && caller_ignored(signal);
         set_action(
             signal,
             if keep_ignored {
