@@ -1107,9 +1107,9 @@ fn one_probe_across_pid_namespaces_through_redis() {
 
 #[test]
 fn status_through_redis_only_reads() {
-    // A user that may read and WATCH, and write nothing: the status needs
-    // no more, also for a corrupt value (left for a run to replace) and a
-    // budget nobody made yet.
+    // A user that may read, and neither write nor run a script: the status
+    // needs no more, also for a corrupt value (left for a run to replace)
+    // and a budget nobody made yet.
     let Some(redis) = Redis::start(None) else {
         return;
     };
