@@ -24,11 +24,15 @@ const READ: &str =
     "return {redis.call('EXISTS', KEYS[1]), redis.call('GETRANGE', KEYS[1], 0, ARGV[1])}";
 
 /// Store ARGV[4] with a TTL of ARGV[5] ms if the key exists as ARGV[1]
-/// says and holds ARGV[3] (its bytes 0..=ARGV[2]); 1 if it did, else 0.
+/// says and its first ARGV[2] bytes are ARGV[3]; 1 if it did, else 0. The
+/// value is compared with `GET` (on the server: only the answer travels),
+/// and read with `GETRANGE` and `EXISTS`, so that INFO commandstats tells
+/// the tries (GET calls) from the reads and the writes (SET calls).
 const SWAP: &str = "\
-local found = redis.call('EXISTS', KEYS[1])
-if found ~= tonumber(ARGV[1]) then return 0 end
-if found == 1 and redis.call('GETRANGE', KEYS[1], 0, ARGV[2]) ~= ARGV[3] then return 0 end
+local value = redis.call('GET', KEYS[1])
+if value then
+  if ARGV[1] ~= '1' or string.sub(value, 1, tonumber(ARGV[2])) ~= ARGV[3] then return 0 end
+elseif ARGV[1] ~= '0' then return 0 end
 redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
 return 1";
 
@@ -95,7 +99,7 @@ pub(super) fn swap(
     value: &[u8],
     ttl: Duration,
 ) -> Result<bool, Trouble> {
-    let last = last_byte();
+    let compared = (MAX_RECORD_BYTES + 1).to_string();
     let ttl_ms = ttl.as_millis().clamp(1, i64::MAX as u128).to_string();
     let reply = router.call(
         key.as_bytes(),
@@ -105,7 +109,7 @@ pub(super) fn swap(
             b"1",
             key.as_bytes(),
             if seen.exists { b"1" } else { b"0" },
-            last.as_bytes(),
+            compared.as_bytes(),
             &seen.bytes,
             value,
             ttl_ms.as_bytes(),
@@ -132,6 +136,7 @@ fn seen(reply: &Reply) -> Result<Seen, Trouble> {
 }
 
 #[cfg(test)]
+#[allow(clippy::print_stderr)] // a test that cannot run here says why
 mod tests {
     use super::*;
 
@@ -161,6 +166,48 @@ mod tests {
         ] {
             assert!(seen(&other).is_err());
         }
+    }
+
+    /// Against the suite's redis-server: a swap stores only over what was
+    /// read, a missing key, an empty value and an oversized one (compared
+    /// by the part read) included.
+    #[test]
+    fn a_swap_stores_only_over_what_was_read() {
+        use crate::state::redis::route::{Known, Router};
+        use crate::state::redis::{resp::Deadline, target, tls::Trust};
+        use crate::state::store::Patience;
+        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
+            .ok()
+            .and_then(|port| port.parse::<u16>().ok())
+        else {
+            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+            return;
+        };
+        let target = target::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap();
+        let (trust, known) = (Trust::default(), std::sync::Mutex::new(Known::default()));
+        let deadline = Deadline::new(Duration::from_secs(5), Patience::default());
+        let mut router = Router::new(&target, &trust, &deadline, &known);
+        let key = format!("retry:script-test:{}", std::process::id());
+        let hour = Duration::from_secs(3600);
+        let missing = read(&mut router, &key).unwrap();
+        assert!(matches!(missing.loaded(), Loaded::Missing));
+        assert!(swap(&mut router, &key, &missing, b"", hour).unwrap());
+        assert!(!swap(&mut router, &key, &missing, b"x", hour).unwrap());
+        let empty = read(&mut router, &key).unwrap();
+        assert!(matches!(empty.loaded(), Loaded::Bytes(b) if b.is_empty()));
+        assert!(swap(&mut router, &key, &empty, b"a", hour).unwrap());
+        assert!(!swap(&mut router, &key, &empty, b"b", hour).unwrap());
+        let a = read(&mut router, &key).unwrap();
+        let large = vec![b'x'; MAX_RECORD_BYTES + 100];
+        assert!(swap(&mut router, &key, &a, &large, hour).unwrap());
+        let oversized = read(&mut router, &key).unwrap();
+        assert!(matches!(oversized.loaded(), Loaded::Corrupt(_)));
+        assert!(!swap(&mut router, &key, &a, b"c", hour).unwrap());
+        assert!(swap(&mut router, &key, &oversized, b"{}", hour).unwrap());
+        let last = read(&mut router, &key).unwrap();
+        assert!(matches!(last.loaded(), Loaded::Bytes(b) if b == b"{}"));
+        // And a status read sees the same, with plain commands.
+        assert_eq!(peek(&mut router, &key).unwrap(), last);
     }
 
     /// The scripts name their key only in KEYS (a cluster routes by it)
