@@ -237,8 +237,22 @@ impl Store for RedisStore {
     }
 }
 
+/// The port of the suite's redis-server (`scripts/test` starts one and
+/// exports `RETRY_TEST_REDIS_PORT`); without one `None`, and the test
+/// that needs it says on stderr that it is skipped.
 #[cfg(test)]
 #[allow(clippy::print_stderr)] // a test that cannot run here says why
+fn suite_port() -> Option<u16> {
+    let port = std::env::var("RETRY_TEST_REDIS_PORT")
+        .ok()
+        .and_then(|port| port.parse().ok());
+    if port.is_none() {
+        eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+    }
+    port
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::circuit::CircuitStore;
@@ -281,11 +295,7 @@ mod tests {
     /// Against the suite's redis-server (`scripts/test` starts one).
     #[test]
     fn another_kind_of_record_reuses_the_transaction_under_its_own_key() {
-        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
-            .ok()
-            .and_then(|port| port.parse::<u16>().ok())
-        else {
-            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+        let Some(port) = suite_port() else {
             return;
         };
         let store = RedisStore::open(
@@ -342,11 +352,7 @@ mod tests {
     /// once lose no update, and none runs out of its time.
     #[test]
     fn a_crowd_on_one_key_loses_no_update() {
-        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
-            .ok()
-            .and_then(|port| port.parse::<u16>().ok())
-        else {
-            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+        let Some(port) = suite_port() else {
             return;
         };
         let url = format!("redis://127.0.0.1:{port}/0");

@@ -136,7 +136,6 @@ fn seen(reply: &Reply) -> Result<Seen, Trouble> {
 }
 
 #[cfg(test)]
-#[allow(clippy::print_stderr)] // a test that cannot run here says why
 mod tests {
     use super::*;
 
@@ -176,11 +175,7 @@ mod tests {
         use crate::state::redis::route::{Known, Router};
         use crate::state::redis::{resp::Deadline, target, tls::Trust};
         use crate::state::store::Patience;
-        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
-            .ok()
-            .and_then(|port| port.parse::<u16>().ok())
-        else {
-            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+        let Some(port) = crate::state::redis::suite_port() else {
             return;
         };
         let target = target::parse(&format!("redis://127.0.0.1:{port}/0")).unwrap();

@@ -255,15 +255,17 @@ fn sentinel(data_scheme: &str, rest: &str) -> Result<Discovery, String> {
 mod tests {
     use super::*;
 
-    fn tcp(host: &str, port: u16) -> Addr {
-        Addr::Tcp {
-            host: host.into(),
-            port,
-        }
-    }
-
     fn server(url: &str) -> RedisUrl {
         url::parse(url).unwrap()
+    }
+
+    /// Where `redis://HOST:PORT` is.
+    fn tcp(host: &str, port: u16) -> Addr {
+        let node = Node {
+            host: host.into(),
+            port,
+        };
+        server(&format!("redis://{node}")).addr
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use predicates::prelude::*;
 
-use super::harness::{Deployment, Resp, Server, call};
+use super::harness::{Deployment, Resp, Server, call, on_redis_and_valkey};
 use crate::util::*;
 
 fn url(port: u16) -> String {
@@ -217,11 +217,6 @@ fn a_cluster_shares_circuits_and_budgets(server: Server) {
 }
 
 #[test]
-fn a_redis_cluster_shares_circuits_and_budgets_through_any_node_and_while_a_slot_migrates() {
-    a_cluster_shares_circuits_and_budgets(Server::Redis);
-}
-
-#[test]
-fn a_valkey_cluster_shares_circuits_and_budgets_through_any_node_and_while_a_slot_migrates() {
-    a_cluster_shares_circuits_and_budgets(Server::Valkey);
+fn a_cluster_shares_circuits_and_budgets_through_any_node_and_while_a_slot_migrates() {
+    on_redis_and_valkey(a_cluster_shares_circuits_and_budgets);
 }

@@ -58,6 +58,19 @@ impl Server {
     }
 }
 
+/// Run `check` on Redis and on Valkey, at the same time; a failure names
+/// the server.
+pub(crate) fn on_redis_and_valkey(check: fn(Server)) {
+    let runs = [Server::Redis, Server::Valkey]
+        .map(|server| (server, std::thread::spawn(move || check(server))));
+    for (server, run) in runs {
+        if let Err(panic) = run.join() {
+            eprintln!("the check failed on {server:?}");
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
 /// A deployment the helper holds; stopped when dropped.
 pub(crate) struct Deployment {
     helper: Child,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use super::harness::{Deployment, Resp, Server, call, fake_server};
+use super::harness::{Deployment, Resp, Server, call, fake_server, on_redis_and_valkey};
 use crate::util::*;
 
 /// The failed runs in a row stored on the server at `port`.
@@ -177,11 +177,6 @@ fn sentinel_finds_the_master_and_follows_a_failover(server: Server) {
 }
 
 #[test]
-fn sentinel_finds_the_redis_master_and_follows_a_failover() {
-    sentinel_finds_the_master_and_follows_a_failover(Server::Redis);
-}
-
-#[test]
-fn sentinel_finds_the_valkey_master_and_follows_a_failover() {
-    sentinel_finds_the_master_and_follows_a_failover(Server::Valkey);
+fn sentinel_finds_the_master_and_follows_a_failover_on_redis_and_valkey() {
+    on_redis_and_valkey(sentinel_finds_the_master_and_follows_a_failover);
 }
