@@ -153,7 +153,7 @@ impl RedisStore {
             // Retry's own words (advice included) may be longer than a
             // server's, which are cut short inside them.
             Trouble::Other(text) => {
-                anyhow::anyhow!("Redis at {shown}: {}", one_line_within(&text, 600))
+                anyhow::anyhow!("Redis at {shown}: {}", one_line_within(&text, 800))
             }
             Trouble::Record(err) => err,
         }
@@ -275,6 +275,14 @@ mod tests {
         assert_eq!(
             redact("redis+unix:///run/redis.sock?pass=secret"),
             "redis+unix:///run/redis.sock"
+        );
+        assert_eq!(
+            redact("redis+sentinel://:pw@h1,h2:5000/m/1?sentinel_password=sp&tls=true"),
+            "redis+sentinel://h1,h2:5000/m/1?tls=true"
+        );
+        assert_eq!(
+            redact("redis://u:pw@h1:7000,h2:7001/0"),
+            "redis://h1:7000,h2:7001/0"
         );
     }
 

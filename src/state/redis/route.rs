@@ -199,7 +199,7 @@ impl<'a> Router<'a> {
             }
         }
         Err(Trouble::Other(format!(
-            "no seed node gave the cluster's slot map ({})",
+            "no seed node gave the cluster's slot map ({}): list nodes of the cluster that are up",
             said.join("; ")
         )))
     }

@@ -12,7 +12,7 @@ use super::cluster::Node;
 use super::resp::{Connection, Deadline, Reply, Trouble};
 use super::target::{self, Discovery};
 use super::tls::Trust;
-use crate::state::store::one_line;
+use crate::state::store::one_line_within;
 
 /// What `ROLE` says a server is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,8 +82,8 @@ fn named(reply: Reply) -> Named {
             _ => Named::Refused("an answer that is not [host, port]".into()),
         },
         Reply::Array(None) | Reply::Bulk(None) => Named::Unknown,
-        Reply::Error(text) => Named::Refused(one_line(&text)),
-        other => Named::Refused(one_line(&format!("{other:?}"))),
+        Reply::Error(text) => Named::Refused(one_line_within(&text, 100)),
+        other => Named::Refused(one_line_within(&format!("{other:?}"), 100)),
     }
 }
 
@@ -169,7 +169,7 @@ pub(super) fn discover(
     } else if unknown > 0 {
         ": check the master's name at the end of the redis+sentinel:// URL (SENTINEL MASTERS lists them)"
     } else {
-        ""
+        ": a failover under way (a --state-timeout longer than a failover waits for it), or sentinels that disagree (SENTINEL MASTERS on each)"
     };
     Err(Trouble::Other(format!(
         "no sentinel named a master of {name} that answers as one ({}){advice}",
@@ -185,7 +185,7 @@ struct Said(Vec<String>);
 impl Said {
     fn push(&mut self, what: String) {
         self.0.retain(|said| *said != what);
-        if self.0.len() == 4 {
+        if self.0.len() == 3 {
             self.0.remove(0);
         }
         self.0.push(what);
@@ -211,18 +211,18 @@ pub(super) fn what(role: &Role) -> String {
         Role::Replica(Some(master)) => format!("a replica (of {master})"),
         Role::Replica(None) => "a replica".into(),
         Role::Sentinel => "a sentinel".into(),
-        Role::Unknown(said) => format!("something else ({})", one_line(said)),
+        Role::Unknown(said) => format!("something else ({})", one_line_within(said, 100)),
     }
 }
 
-/// A trouble in a few words.
+/// A trouble in a few words (a server's cut short).
 pub(super) fn describe(trouble: &Trouble) -> String {
     match trouble {
         Trouble::TimedOut => "no answer in time".into(),
         Trouble::Refused => "connection refused".into(),
-        Trouble::Auth(text) => format!("authentication failed ({})", one_line(text)),
-        Trouble::Server(text) | Trouble::Other(text) => one_line(text),
-        Trouble::Record(err) => one_line(&err.to_string()),
+        Trouble::Auth(text) => format!("authentication failed ({})", one_line_within(text, 100)),
+        Trouble::Server(text) | Trouble::Other(text) => one_line_within(text, 100),
+        Trouble::Record(err) => one_line_within(&err.to_string(), 100),
         Trouble::Interrupted => "interrupted".into(),
     }
 }
