@@ -250,12 +250,15 @@ impl<'a> Router<'a> {
     /// `command` to `node` (after `ASKING` when `asking`), and its reply;
     /// a connection that failed is closed.
     fn send(&mut self, node: &Node, asking: bool, command: &[&[u8]]) -> Result<Reply, Trouble> {
-        if !self.open.iter().any(|(open, _)| open == node) {
+        let at = if let Some(at) = self.open.iter().position(|(open, _)| open == node) {
+            at
+        } else {
             let connection = Connection::open(&self.url_for(node), self.deadline, self.trust)?;
+            // `keep` puts it last.
             self.keep(node.clone(), connection);
-        }
-        let at = self.open.iter().position(|(open, _)| open == node);
-        let connection = &mut self.open[at.unwrap_or_default()].1;
+            self.open.len() - 1
+        };
+        let connection = &mut self.open[at].1;
         let mut batch: Vec<Vec<&[u8]>> = Vec::new();
         if asking {
             batch.push(vec![b"ASKING"]);
