@@ -302,7 +302,7 @@ mod tests {
 
     /// Against the suite's redis-server (`scripts/test` starts one).
     #[test]
-    fn another_kind_of_record_reuses_the_transaction_under_its_own_key() {
+    fn another_kind_of_record_reuses_the_scripts_under_its_own_key() {
         let Some(port) = suite_port() else {
             return;
         };

@@ -297,7 +297,7 @@ impl<'a> Router<'a> {
     /// what to do where that is known.
     fn refused(&mut self, node: &Node, text: &str) -> Trouble {
         let advice = if text.starts_with("NOPERM") {
-            " (retry runs EVAL with EXISTS, GETRANGE and SET on its retry:* keys: allow them to this user)"
+            " (retry runs EVAL with EXISTS, GETRANGE, GET and SET on its retry:* keys: allow them to this user)"
         } else if text.contains("unknown command") && self.role(node) == Some(Role::Sentinel) {
             " (this is a sentinel: name the sentinels with redis+sentinel://HOST:26379/MASTER)"
         } else {
