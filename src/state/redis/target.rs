@@ -185,6 +185,9 @@ pub(crate) fn parse(input: &str) -> Result<Target, String> {
     if seeds.iter().any(|seed| matches!(seed.addr, Addr::Unix(_))) {
         return Err("a list of hosts is for TCP: redis://HOST:PORT,HOST:PORT".into());
     }
+    if seeds.iter().any(|seed| seed.db != 0) {
+        return Err("a Redis Cluster (a list of hosts) has database 0 only: drop the /DB".into());
+    }
     Ok(Target::Cluster(seeds))
 }
 
@@ -368,6 +371,7 @@ mod tests {
             ("redis://a:1,", "an empty host"),
             ("redis://a:1,b:x", "the port is not a number"),
             ("redis://a,b/x", "not a database number"),
+            ("redis://a,b/2", "database 0 only"),
             ("redis+unix://a,b/x", "no absolute socket path"),
             ("redis+sentinel://h", "no master name"),
             ("redis+sentinel://h/", "no master name"),
