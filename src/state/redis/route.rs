@@ -195,7 +195,7 @@ impl<'a> Router<'a> {
                 Err(Trouble::TimedOut) if self.deadline.left().is_err() => {
                     return Err(Trouble::TimedOut);
                 }
-                Err(trouble) => said.push(format!("{seed}: {}", sentinel::describe(&trouble))),
+                Err(trouble) => said.push(format!("{seed}: {}", trouble.brief())),
             }
         }
         Err(Trouble::Other(format!(

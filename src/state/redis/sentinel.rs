@@ -132,7 +132,7 @@ pub(super) fn discover(
                 Err(Trouble::Interrupted) => return Err(Trouble::Interrupted),
                 Err(Trouble::TimedOut) if deadline.left().is_err() => return Err(said.timed_out()),
                 Err(trouble) => {
-                    said.push(format!("{at}: {}", describe(&trouble)));
+                    said.push(format!("{at}: {}", trouble.brief()));
                     continue;
                 }
             };
@@ -152,7 +152,7 @@ pub(super) fn discover(
                 )),
                 Err(Trouble::TimedOut) if deadline.left().is_err() => return Err(said.timed_out()),
                 Err(trouble @ (Trouble::Interrupted | Trouble::Auth(_))) => return Err(trouble),
-                Err(trouble) => said.push(format!("{at} names {master}: {}", describe(&trouble))),
+                Err(trouble) => said.push(format!("{at} names {master}: {}", trouble.brief())),
             }
         }
         // Asking again helps only while a failover may be under way.
@@ -212,18 +212,6 @@ pub(super) fn what(role: &Role) -> String {
         Role::Replica(None) => "a replica".into(),
         Role::Sentinel => "a sentinel".into(),
         Role::Unknown(said) => format!("something else ({})", one_line_within(said, 100)),
-    }
-}
-
-/// A trouble in a few words (a server's cut short).
-pub(super) fn describe(trouble: &Trouble) -> String {
-    match trouble {
-        Trouble::TimedOut => "no answer in time".into(),
-        Trouble::Refused => "connection refused".into(),
-        Trouble::Auth(text) => format!("authentication failed ({})", one_line_within(text, 100)),
-        Trouble::Server(text) | Trouble::Other(text) => one_line_within(text, 100),
-        Trouble::Record(err) => one_line_within(&err.to_string(), 100),
-        Trouble::Interrupted => "interrupted".into(),
     }
 }
 
