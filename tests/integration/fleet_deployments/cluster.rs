@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use predicates::prelude::*;
 
-use super::harness::{Deployment, Resp, Server, call, on_redis_and_valkey};
+use super::harness::{Deployment, Held, Resp, Server, call, on_redis_and_valkey};
 use crate::util::*;
 
 fn url(port: u16) -> String {
@@ -156,15 +156,9 @@ fn an_update_lands_while_its_slot_migrates(cluster: &Deployment) {
     // source, and records its result on the target (the source answers
     // ASK; ASKING and the script there). Through the third node: MOVED
     // first.
-    let work = scratch();
-    let (started, go) = (work.path().join("started"), work.path().join("go"));
-    let body = format!(
-        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exit 1",
-        started.display(),
-        go.display()
-    );
+    let gate = Held::new();
     let migration = std::thread::spawn({
-        let (started, go, key) = (started.clone(), go.clone(), key.clone());
+        let (started, go, key) = (gate.started.clone(), gate.go.clone(), key.clone());
         move || {
             wait_for_file(&started, Duration::from_secs(20));
             let port = target.to_string();
@@ -174,7 +168,7 @@ fn an_update_lands_while_its_slot_migrates(cluster: &Deployment) {
         }
     });
     let run = circuit_run(name, "3", &url(third))
-        .args(["--", "sh", "-c", &body])
+        .args(["--", "sh", "-c", &gate.body])
         .timeout(Duration::from_secs(30))
         .output()
         .unwrap();

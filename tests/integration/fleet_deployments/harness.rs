@@ -7,6 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -153,6 +154,35 @@ pub(crate) fn fake_server(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> 
         }
     });
     port
+}
+
+/// A command for a run whose store exchanges come before and after
+/// something the test does: it creates `started`, waits until the test
+/// creates `go`, and fails.
+pub(crate) struct Held {
+    pub(crate) started: PathBuf,
+    pub(crate) go: PathBuf,
+    /// The command, for `sh -c`.
+    pub(crate) body: String,
+    _work: tempfile::TempDir,
+}
+
+impl Held {
+    pub(crate) fn new() -> Held {
+        let work = crate::util::scratch();
+        let (started, go) = (work.path().join("started"), work.path().join("go"));
+        let body = format!(
+            "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exit 1",
+            started.display(),
+            go.display()
+        );
+        Held {
+            started,
+            go,
+            body,
+            _work: work,
+        }
+    }
 }
 
 /// A reply, as the tests need it.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use super::harness::{Deployment, Resp, Server, call, fake_server, on_redis_and_valkey};
+use super::harness::{Deployment, Held, Resp, Server, call, fake_server, on_redis_and_valkey};
 use crate::util::*;
 
 /// The failed runs in a row stored on the server at `port`.
@@ -118,19 +118,13 @@ fn sentinel_finds_the_master_and_follows_a_failover(server: Server) {
     // timeout (those in the middle may warn and run as if closed); the run
     // that started before records its result on the new master, and so
     // does the next one.
-    let work = scratch();
-    let (started, go) = (work.path().join("started"), work.path().join("go"));
-    let body = format!(
-        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.02; done; exit 1",
-        started.display(),
-        go.display()
-    );
-    let mut held = Some({
+    let gate = Held::new();
+    let mut waiting = Some({
         let mut command = run(&url);
-        command.args(["sh", "-c", &body]);
+        command.args(["sh", "-c", &gate.body]);
         std::thread::spawn(move || command.timeout(Duration::from_secs(60)).output().unwrap())
     });
-    wait_for_file(&started, Duration::from_secs(20));
+    wait_for_file(&gate.started, Duration::from_secs(20));
     let ok = Resp::Text("OK".into());
     assert_eq!(
         call(sentinels[0], &["SENTINEL", "FAILOVER", "mymaster"]),
@@ -157,10 +151,10 @@ fn sentinel_finds_the_master_and_follows_a_failover(server: Server) {
     for _ in 0..2 {
         let before = failures(replica, &key);
         let started = Instant::now();
-        let out = match held.take() {
-            Some(held) => {
-                std::fs::write(&go, "").unwrap();
-                held.join().unwrap()
+        let out = match waiting.take() {
+            Some(run) => {
+                std::fs::write(&gate.go, "").unwrap();
+                run.join().unwrap()
             }
             None => run(&url).arg("false").output().unwrap(),
         };
