@@ -11,6 +11,8 @@
                                       # measure another build (no cargo build)
     python3 benches/run.py --only budget,fleet   # the retry budget's sections;
                                       # rewrites only their part of BENCHMARKS.md
+    python3 benches/run.py --only fleet-cluster  # the fleet section again, in a
+                                      # Redis Cluster beside one server
 
 Sections: one (a single successful attempt), attempts (per-attempt cost),
 scan (scanning throughput and memory), patterns (scanning with 50 Unicode
@@ -22,7 +24,8 @@ touching the system: see install_peers), budget (issue 14's experiment: 50
 concurrent runs against a local server that is down or fails 10% of
 requests, with and without a retry budget), fleet (500 concurrent runs on
 two "hosts" sharing one budget and one circuit in a real redis-server: the
-counts must add up exactly; the store exchange's p50/p99).
+counts must add up exactly; the store exchange's p50/p99), fleet-cluster (the
+same in a 3-master Redis Cluster, beside one redis-server, in one session).
 
 Every figure is a median over several runs; wall time comes from a monotonic
 clock around posix_spawn/wait4, peak RSS from wait4's rusage (the largest
@@ -823,18 +826,20 @@ def waiting_on(path):
         return sum(1 for line in f if "->" in line and any(field.endswith(inode) for field in line.split()))
 
 
-def fleet_wave(url, port, count, hosts, budget_flags):
+def fleet_wave(urls, ports, count, hosts, budget_flags):
     """`count` retry processes, alternately on the two "hosts" (state
-    directories), all on budget `fleet` and circuit `fleet` in the Redis at
-    `url`; each runs a command that counts its attempts and fails, at most
+    directories; host i points at urls[i]), all on budget `fleet` and
+    circuit `fleet` in the Redis deployment whose servers listen on
+    `ports`; each runs a command that counts its attempts and fails, at most
     3 attempts, no delay. A barrier (a shared flock each waits for before it
     execs retry) makes them start together. Returns what was counted."""
-    common = ["--state-url", url, "--state-timeout", "5s"]
+    common = ["--state-url", urls[0], "--state-timeout", "5s"]
     budget = ["--budget", "fleet", *budget_flags]
     circuit = ["--circuit", "fleet", "--circuit-threshold", "1000"]
     for argv in ([RETRY, *budget, *common, "--budget-reset"], [RETRY, *circuit, *common, "--circuit-reset"]):
         subprocess.run(argv, env=ENV, check=True, stdout=subprocess.DEVNULL)
-    redis_call(port, "CONFIG", "RESETSTAT")
+    for port in ports:
+        redis_call(port, "CONFIG", "RESETSTAT")
     with tempfile.TemporaryDirectory(prefix="retry-bench-") as work:
         counter = os.path.join(work, "attempts")
         barrier = os.path.join(work, "barrier")
@@ -844,7 +849,8 @@ def fleet_wave(url, port, count, hosts, budget_flags):
         fcntl.flock(gate, fcntl.LOCK_EX)
         paths, procs = [], []
         for i in range(count):
-            argv = [RETRY, "-v", "--log-format", "json", "-n", "3", "-d", "0", *budget, *circuit, *common, "--state-dir", hosts[i % 2], "--", "sh", "-c", child]
+            host = ["--state-url", urls[i % 2], "--state-timeout", "5s", "--state-dir", hosts[i % 2]]
+            argv = [RETRY, "-v", "--log-format", "json", "-n", "3", "-d", "0", *budget, *circuit, *host, "--", "sh", "-c", child]
             paths.append(os.path.join(work, f"log{i}"))
             with open(paths[-1], "w") as log:
                 procs.append(subprocess.Popen(["sh", "-c", 'exec 9<"$0" && flock -s 9 && exec "$@"', barrier, *argv], env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
@@ -860,7 +866,10 @@ def fleet_wave(url, port, count, hosts, budget_flags):
         runs = [json_events(path) for path in paths]
         with open(counter) as f:
             attempts = len(f.read().splitlines())
-    stats = command_stats(port)
+    stats = {}
+    for port in ports:
+        for command, calls in command_stats(port).items():
+            stats[command] = stats.get(command, 0) + calls
     status = subprocess.run([RETRY, *budget, *common, "--budget-status"], env=ENV, capture_output=True, text=True, check=True).stdout
     deposits, withdrawals, refusals = map(int, re.search(r"since created: (\d+) first attempts, (\d+) retries allowed, (\d+) refused", status).groups())
     circuit_status = subprocess.run([RETRY, *circuit, *common, "--circuit-status"], env=ENV, capture_output=True, text=True, check=True).stdout
@@ -879,10 +888,57 @@ def fleet_wave(url, port, count, hosts, budget_flags):
         "circuit": circuit_status.splitlines()[0],
         "warnings": warnings,
         "store_ms": {op: [e["store_ms"] for events in runs for e in events if e.get("event") == "budget" and e.get("op") == op] for op in ("deposit", "withdraw")},
-        "exec": stats.get("exec", 0),
+        # Tries to store: EXECs (WATCH/MULTI/EXEC, before issue 36) or
+        # the compare-and-set script's GETs (after); SETs are those that
+        # landed.
+        "tries": stats.get("exec", 0) or stats.get("get", 0),
         "set": stats.get("set", 0),
         "seconds": seconds,
     }
+
+
+FLEET_CONFIGURATIONS = (
+    ("room for every retry (`--budget-burst 1000`)", ["--budget-burst", "1000"]),
+    ("defaults (0.2, 1/min, burst 10)", []),
+)
+
+
+def p50_99(values):
+    return f"{percentile(values, 50):.0f} / {percentile(values, 99):.0f} ms" if values else "-"
+
+
+def fleet_row(label, flags, w, count):
+    """One wave's table cells (from the budget on), and whether every count
+    was exact: no deposit, retry or refusal lost or doubled, no warning."""
+    retries = w["attempts"] - count
+    stopped = w["outcomes"].count("budget-exhausted")
+    expected_retries = 2 * count if flags else retries
+    ok = (
+        w["waiting"] == count
+        and w["deposits"] == count
+        and w["withdrawals"] == retries == expected_retries
+        and w["refusals"] == stopped
+        and w["failures"] == count
+        and w["codes"] == [1] * count
+        and not w["warnings"]
+    )
+    if not flags:
+        # Never more than the bucket held, the deposits and time brought.
+        ok &= retries <= 10 + 0.2 * count + w["seconds"] / 60
+    deposits, withdrawals = w["store_ms"]["deposit"], w["store_ms"]["withdraw"]
+    updates = max(w["set"], 1)
+    row = (
+        f"| {label} | {w['deposits']} | {w['withdrawals']} = {retries}: {verdict(w['withdrawals'] == retries == expected_retries)} "
+        f"| {w['refusals']} = {stopped}: {verdict(w['refusals'] == stopped)} | {w['failures']} | {len(w['warnings'])} "
+        f"| {(w['tries'] - w['set']) / updates:.1f} | {p50_99(deposits)} | {p50_99(withdrawals)} | {p50_99(deposits + withdrawals)} | {w['seconds']:.2f} s |"
+    )
+    print(row, flush=True)
+    if w["warnings"]:
+        print("warnings, for example: " + "; ".join(sorted(set(m.split(" (gave up")[0] for m in w["warnings"])))[:3], flush=True)
+    return row, ok, deposits + withdrawals
+
+
+FLEET_HEADER = "| D first attempts (500?) | W retries allowed = retries run? | R refused = runs stopped? | circuit failures (500?) | warnings | aborted tries per update | deposit p50 / p99 | withdrawal p50 / p99 | all budget exchanges p50 / p99 | time until all finish |"
 
 
 def bench_fleet(report, runs, count=500):
@@ -892,53 +948,17 @@ def bench_fleet(report, runs, count=500):
     exchange with the store take?"""
     server, port = start_redis()
     url = f"redis://127.0.0.1:{port}/0"
-    configurations = (
-        ("room for every retry (`--budget-burst 1000`)", ["--budget-burst", "1000"]),
-        ("defaults (0.2, 1/min, burst 10)", []),
-    )
-    rows = [
-        "| budget | D first attempts (500?) | W retries allowed = retries run? | R refused = runs stopped? | circuit failures (500?) | warnings | aborted EXECs per update | deposit p50 / p99 | withdrawal p50 / p99 | all budget exchanges p50 / p99 | time until all finish |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = ["| budget " + FLEET_HEADER, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     exact = True
     pooled = []
     try:
         with tempfile.TemporaryDirectory(prefix="retry-bench-") as a, tempfile.TemporaryDirectory(prefix="retry-bench-") as b:
             for r in range(runs):
-                for label, flags in configurations:
-                    w = fleet_wave(url, port, count, [a, b], flags)
-                    retries = w["attempts"] - count
-                    stopped = w["outcomes"].count("budget-exhausted")
-                    expected_retries = 2 * count if flags else retries
-                    ok = (
-                        w["waiting"] == count
-                        and w["deposits"] == count
-                        and w["withdrawals"] == retries == expected_retries
-                        and w["refusals"] == stopped
-                        and w["failures"] == count
-                        and w["codes"] == [1] * count
-                        and not w["warnings"]
-                    )
-                    if not flags:
-                        # Never more than the bucket held, the deposits and time brought.
-                        ok &= retries <= 10 + 0.2 * count + w["seconds"] / 60
+                for label, flags in FLEET_CONFIGURATIONS:
+                    row, ok, every = fleet_row(label, flags, fleet_wave([url, url], [port], count, [a, b], flags), count)
+                    rows.append(row)
                     exact &= ok
-                    deposits, withdrawals = w["store_ms"]["deposit"], w["store_ms"]["withdraw"]
-                    every = deposits + withdrawals
                     pooled += every
-
-                    def p50_99(values):
-                        return f"{percentile(values, 50):.0f} / {percentile(values, 99):.0f} ms" if values else "-"
-
-                    updates = max(w["set"], 1)
-                    rows.append(
-                        f"| {label} | {w['deposits']} | {w['withdrawals']} = {retries}: {verdict(w['withdrawals'] == retries == expected_retries)} "
-                        f"| {w['refusals']} = {stopped}: {verdict(w['refusals'] == stopped)} | {w['failures']} | {len(w['warnings'])} "
-                        f"| {(w['exec'] - w['set']) / updates:.1f} | {p50_99(deposits)} | {p50_99(withdrawals)} | {p50_99(every)} | {w['seconds']:.2f} s |"
-                    )
-                    print(rows[-1], flush=True)
-                    if w["warnings"]:
-                        print("warnings, for example: " + "; ".join(sorted(set(m.split(" (gave up")[0] for m in w["warnings"])))[:3], flush=True)
     finally:
         server.terminate()
         server.wait()
@@ -951,10 +971,72 @@ def bench_fleet(report, runs, count=500):
         f"HOST alternating between two directories; one redis-server (`--save '' --appendonly no`) started by the bench on a free port; budget and circuit reset before each run. "
         f"All {count} wait at a barrier (a shared `flock` on a file the bench holds exclusively, taken before `exec retry`) and are released together. "
         f"W and R from `--budget-status` (since created: D first attempts, W retries allowed, R refused), failures from `--circuit-status`; "
-        f"aborted EXECs from the server's INFO commandstats (EXEC calls minus SETs run); exchange times from the `store_ms` of the JSON `budget` events "
+        f"aborted tries from the server's INFO commandstats (the compare-and-set script's GET calls, EXEC calls before issue 36, minus SETs run); exchange times from the `store_ms` of the JSON `budget` events "
         f"(deposits and retries allowed; a refused withdrawal has no event, so it is not timed). One row per run, {runs} runs of each, alternating.",
     ]
     report.add(f"Retry budget at fleet scale: {count} concurrent runs, two hosts, one redis-server", "\n".join(rows))
+
+
+def start_cluster():
+    """A 3-master Redis Cluster on 127.0.0.1 (tests/redis_fleet.py, which
+    holds it until its stdin closes); (helper process, node ports)."""
+    helper = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "redis_fleet.py"), "up", "cluster"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = helper.stdout.readline()
+    if not line:
+        helper.wait()
+        raise RuntimeError("tests/redis_fleet.py up cluster failed (see above)")
+    return helper, json.loads(line)["nodes"]
+
+
+def bench_fleet_cluster(report, runs, count=500):
+    """Issue 36: the fleet-scale experiment again with the budget and the
+    circuit in a 3-master Redis Cluster (a seed list, in another order for
+    each of the two hosts), beside the same experiment on one redis-server,
+    interleaved: every count exact, and the exchange times."""
+    server, port = start_redis()
+    helper, nodes = start_cluster()
+    seeds = [f"127.0.0.1:{p}" for p in nodes]
+    stores = (
+        ("one redis-server", [f"redis://127.0.0.1:{port}/0"] * 2, [port]),
+        ("3-master cluster", [f"redis://{','.join(seeds)}/0", f"redis://{','.join(reversed(seeds))}/0"], nodes),
+    )
+    rows = ["| store | budget " + FLEET_HEADER, "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    exact = {name: True for name, _, _ in stores}
+    pooled = {name: [] for name, _, _ in stores}
+    try:
+        with tempfile.TemporaryDirectory(prefix="retry-bench-") as a, tempfile.TemporaryDirectory(prefix="retry-bench-") as b:
+            for r in range(runs):
+                for label, flags in FLEET_CONFIGURATIONS:
+                    for name, urls, ports in stores if r % 2 == 0 else reversed(stores):
+                        row, ok, every = fleet_row(label, flags, fleet_wave(urls, ports, count, [a, b], flags), count)
+                        rows.append(f"| {name} {row}")
+                        exact[name] &= ok
+                        pooled[name] += every
+    finally:
+        server.terminate()
+        server.wait()
+        helper.stdin.close()
+        helper.wait()
+    rows.append("")
+    for name, _, _ in stores:
+        values = pooled[name]
+        rows.append(
+            f"- {name}: every count exact in every run (D = {count}; W = the retries the counter file saw, {2 * count} with room for all; "
+            f"R = the runs that ended `budget-exhausted`; {count} failures on the circuit; every run exit 1; no warning): {verdict(exact[name])}; "
+            f"all budget exchanges pooled ({len(values)}): p50 {percentile(values, 50):.0f} ms, **p99 {percentile(values, 99):.0f} ms**, max {max(values):.0f} ms (limit 5 s)"
+        )
+    rows.append(
+        f"- as the single-server section above, but the two stores side by side in the same session, alternating: one redis-server, and a 3-master Redis Cluster "
+        f"(`tests/redis_fleet.py up cluster`: the slots split in three; `retry:budget:fleet` and `retry:circuit:fleet` hash to slots 9484 and 7053, both on the second master, which so takes the whole load) reached through "
+        f"`--state-url redis://127.0.0.1:A,127.0.0.1:B,127.0.0.1:C/0` (the other host lists the seeds the other way round); {runs} runs of each. "
+        f"Reproduce with `python3 benches/run.py --only fleet-cluster`."
+    )
+    report.add(f"Retry budget at fleet scale in a Redis Cluster: {count} concurrent runs, two hosts", "\n".join(rows))
 
 
 def bench_sim(report):
@@ -982,6 +1064,7 @@ def machine():
 GROUPS = {
     "one,attempts,peers,scan,patterns,replay,sleep,occ,sim": ("<!-- generated by benches/run.py -->", "<!-- end generated -->"),
     "budget,fleet": ("<!-- generated by benches/run.py --only budget,fleet -->", "<!-- end generated budget -->"),
+    "fleet-cluster": ("<!-- generated by benches/run.py --only fleet-cluster -->", "<!-- end generated fleet-cluster -->"),
 }
 
 
@@ -1007,7 +1090,7 @@ def main():
     else:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     reports = {group: Report() for group in GROUPS}
-    report, budget_report = reports.values()
+    report, budget_report, cluster_report = reports.values()
     size = (256 << 20) if args.quick else GIB
     runs = 5 if args.quick else 15
     if "one" in only:
@@ -1037,6 +1120,8 @@ def main():
         bench_budget(budget_report, 3 if args.quick else 5)
     if "fleet" in only:
         bench_fleet(budget_report, 1 if args.quick else 3)
+    if "fleet-cluster" in only:
+        bench_fleet_cluster(cluster_report, 1 if args.quick else 3)
     if args.quick or args.binary or compare or args.runs:
         return
     path = os.path.join(ROOT, "BENCHMARKS.md")

@@ -163,7 +163,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "RETRY_STATE_URL",
-        "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS) where circuits and budgets are kept, shared by a fleet; the same as --state-url, but ignored when --state-dir is given, and empty counts as unset. Read only when a circuit or budget needs a store.",
+        "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS; redis://host:port,host:port for the seed nodes of a Redis Cluster; redis+sentinel://host:26379,host/master[/db] for Sentinel) where circuits and budgets are kept, shared by a fleet; the same as --state-url, but ignored when --state-dir is given, and empty counts as unset. Read only when a circuit or budget needs a store.",
     ),
     (
         "RETRY_STATE_CA",

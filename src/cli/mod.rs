@@ -315,7 +315,7 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DIR", help_heading = STATE)]
     pub(crate) state_dir: Option<PathBuf>,
 
-    /// Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS) [env: RETRY_STATE_URL, unless --state-dir is given]
+    /// Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS), a Redis Cluster's seed nodes redis://host:port,host:port, or Sentinel redis+sentinel://host:26379,host/master[/db] [env: RETRY_STATE_URL, unless --state-dir is given]
     #[arg(long, value_name = "URL", help_heading = STATE)]
     pub(crate) state_url: Option<String>,
 

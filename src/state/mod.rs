@@ -139,10 +139,11 @@ pub(crate) fn check_state_url(url: &str, origin: &str) -> Result<(), String> {
         .map_err(|err| format!("{err:#}"))
 }
 
-/// Whether a state URL (checked before) is `rediss://`, the one kind a
+/// Whether a state URL (checked before) uses TLS (`rediss://`,
+/// `rediss+sentinel://`, `?tls=true`), the one kind a
 /// `--state-ca` is for.
 pub(crate) fn state_url_uses_tls(url: &str) -> bool {
-    redis::url::parse(url).is_ok_and(|url| url.uses_tls())
+    redis::target::parse(url).is_ok_and(|target| target.uses_tls())
 }
 
 /// The CA certificates of `--state-ca FILE` (or `RETRY_STATE_CA`), read

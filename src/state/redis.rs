@@ -1,46 +1,58 @@
 //! The fleet store: circuits in Redis, shared by every host that names the
-//! same circuit and points at the same server.
+//! same circuit and points at the same deployment (one server, a Redis
+//! Cluster, or a replicated one behind Sentinel: see `target`, `route`).
 //!
-//! - Atomic on the server: each update is a WATCH / read / MULTI / SET /
-//!   EXEC transaction, retried when another host changed the key in
-//!   between, so two hosts can never both claim the half-open probe.
-//!   Between aborted transactions the client backs off with full jitter
+//! - Atomic on the server: each update reads the record and then stores
+//!   the new one with a compare-and-set, each one `EVAL` of a script on the
+//!   record's one key (see `script`), tried again when another host changed
+//!   the key in between, so two hosts can never both claim the half-open
+//!   probe. Between failed tries the client backs off with full jitter
 //!   (see `pause_after`): without it, hundreds of runs updating one key at
-//!   once abort each other's transactions until their deadlines pass
-//!   (measured with 500 runs: over 100 aborted EXECs per update that
-//!   landed, and hundreds of runs past a 5 s `--state-timeout`; with the
-//!   pauses, about 4 and none: BENCHMARKS.md, retry budget).
+//!   once abort each other until their deadlines pass (measured with 500
+//!   runs: over 100 aborted tries per update that landed, and hundreds of
+//!   runs past a 5 s `--state-timeout`; with the pauses, about 4 and none:
+//!   BENCHMARKS.md, retry budget).
 //! - Keys (`retry:circuit:NAME`; other kinds of record under their own
 //!   prefix) carry a TTL, so an abandoned circuit disappears by itself; the
-//!   TTL is far longer than any cooldown or probe.
-//! - One deadline (`--state-timeout`) for the whole exchange: connecting,
-//!   AUTH and SELECT, the transaction and its retries (see `resp`). An
-//!   unreachable, slow or dribbling server makes the update fail by then,
-//!   and the caller runs the job as if the circuit were closed. Retry never
-//!   hangs, or blocks a job, on Redis.
-//! - Bounded: the value is read with GETRANGE up to one byte past the
-//!   largest record, so an oversized value is never transferred, and is
-//!   corrupt. Everything the server says reaches messages as one line.
+//!   TTL is far longer than any cooldown or probe. A record is one key, so
+//!   in a cluster it lives in one slot whatever its name.
+//! - One deadline (`--state-timeout`) for the whole exchange: finding the
+//!   server, connecting, AUTH and SELECT, redirections, the reads and
+//!   writes and their retries (see `resp`). An unreachable, slow or
+//!   dribbling deployment makes the update fail by then, and the caller
+//!   runs the job as if the circuit were closed. Retry never hangs, or
+//!   blocks a job, on Redis.
+//! - Bounded: the value is read up to one byte past the largest record, so
+//!   an oversized value is never transferred, and is corrupt. Everything
+//!   the server says reaches messages as one line.
 
+mod cluster;
 mod resp;
+mod route;
+mod script;
+mod sentinel;
+pub(crate) mod target;
 pub(crate) mod tls;
 pub(crate) mod url;
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::Result;
 use rand::RngExt;
 use rand::rngs::SmallRng;
 
-use super::store::{
-    Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, Store, one_line, too_large,
-};
-use resp::{Connection, Deadline, Reply, Trouble};
+use super::store::{Change, Interrupted, Kind, Loaded, Patience, Store, one_line, one_line_within};
+use resp::{Deadline, Trouble};
+use route::{Known, Router};
+use target::Target;
 use tls::{Certificate, Trust};
-use url::RedisUrl;
 
 pub(crate) struct RedisStore {
-    url: RedisUrl,
+    target: Target,
+    /// What the exchanges of this run learned of the deployment (a
+    /// cluster's slot map).
+    known: Mutex<Known>,
     /// Whom a `rediss://` server's certificate must chain to.
     trust: Trust,
     /// The URL without its credentials, for messages.
@@ -69,7 +81,11 @@ fn redact(url: &str) -> String {
     };
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|pair| !pair.starts_with("pass=") && !pair.starts_with("password="))
+        .filter(|pair| {
+            !["pass=", "password=", "sentinel_password="]
+                .iter()
+                .any(|key| pair.starts_with(key))
+        })
         .collect();
     if kept.is_empty() {
         format!("{base}{fragment}")
@@ -80,8 +96,8 @@ fn redact(url: &str) -> String {
 
 /// `url` parsed; an error names `origin`, the flag or the environment
 /// variable the URL came from.
-pub(crate) fn parse_url(url: &str, origin: &str) -> Result<RedisUrl> {
-    url::parse(url).map_err(|why| {
+pub(crate) fn parse_url(url: &str, origin: &str) -> Result<Target> {
+    target::parse(url).map_err(|why| {
         anyhow::anyhow!(
             "{origin} {}: not a usable Redis URL ({})",
             redact(url),
@@ -96,7 +112,8 @@ impl RedisStore {
     /// `RETRY_STATE_URL`.)
     pub(crate) fn open(url: &str, timeout: Duration, ttl: Duration) -> Result<RedisStore> {
         Ok(RedisStore {
-            url: parse_url(url, "--state-url")?,
+            target: parse_url(url, "--state-url")?,
+            known: Mutex::default(),
             trust: Trust::default(),
             shown: redact(url),
             timeout,
@@ -132,92 +149,51 @@ impl RedisStore {
                 "Redis at {shown}: authentication failed ({})",
                 one_line(&text)
             ),
-            Trouble::Server(text) | Trouble::Other(text) => {
-                anyhow::anyhow!("Redis at {shown}: {}", one_line(&text))
+            Trouble::Server(text) => anyhow::anyhow!("Redis at {shown}: {}", one_line(&text)),
+            // Retry's own words (advice included) may be longer than a
+            // server's, which are cut short inside them.
+            Trouble::Other(text) => {
+                anyhow::anyhow!("Redis at {shown}: {}", one_line_within(&text, 800))
             }
             Trouble::Record(err) => err,
         }
     }
 
-    /// The transaction, retried while other hosts get in between.
+    /// Read, change, compare-and-set; again while other hosts get in
+    /// between.
     fn exchange(
         &self,
         deadline: &Deadline,
         key: &str,
         change: &mut Change<'_>,
     ) -> Result<(), Trouble> {
-        let mut connection = Connection::open(&self.url, deadline, &self.trust)?;
-        let ttl_ms = self.ttl.as_millis().min(i64::MAX as u128).to_string();
-        let last_byte = MAX_RECORD_BYTES.to_string();
+        let mut router = Router::new(&self.target, &self.trust, deadline, &self.known);
         let mut aborted = 0;
         let mut rng: Option<SmallRng> = None;
         loop {
-            // WATCH, then read: EXISTS tells a missing key from an empty
-            // value; GETRANGE never sends more than a record and a byte.
-            connection.send(&[
-                vec![b"WATCH", key.as_bytes()],
-                vec![b"EXISTS", key.as_bytes()],
-                vec![b"GETRANGE", key.as_bytes(), b"0", last_byte.as_bytes()],
-            ])?;
-            expect_ok(connection.read()?)?;
-            let exists = match connection.read()? {
-                Reply::Int(n) => n > 0,
-                other => return Err(other.unexpected()),
-            };
-            let value = match connection.read()? {
-                Reply::Bulk(value) => value.unwrap_or_default(),
-                other => return Err(other.unexpected()),
-            };
-            let loaded = if !exists {
-                Loaded::Missing
-            } else if value.len() > MAX_RECORD_BYTES {
-                Loaded::Corrupt(too_large())
-            } else {
-                Loaded::Bytes(value)
-            };
-            let Some(value) = change(&loaded).map_err(Trouble::Record)? else {
-                // Nothing to write; closing the connection ends the WATCH.
+            let seen = script::read(&mut router, key)?;
+            let Some(value) = change(&seen.loaded()).map_err(Trouble::Record)? else {
                 return Ok(());
             };
             let json = serde_json::to_vec(&value).map_err(|err| Trouble::Record(err.into()))?;
-            connection.send(&[
-                vec![b"MULTI"],
-                vec![b"SET", key.as_bytes(), &json, b"PX", ttl_ms.as_bytes()],
-                vec![b"EXEC"],
-            ])?;
-            let multi = connection.read()?;
-            let queued = connection.read()?;
-            let exec = connection.read()?;
-            expect_ok(multi)?;
-            if let Reply::Error(_) = queued {
-                return Err(queued.unexpected());
+            if script::swap(&mut router, key, &seen, &json, self.ttl)? {
+                return Ok(());
             }
-            match exec {
-                // Another host changed the key since WATCH: again, after a
-                // pause, so that the hosts in a crowd take turns.
-                Reply::Array(None) => {
-                    aborted += 1;
-                    let pause = pause_after(aborted, rng.get_or_insert_with(rand::make_rng));
-                    deadline.pause(pause)?;
-                }
-                Reply::Array(Some(items)) => {
-                    for item in items {
-                        expect_ok(item)?;
-                    }
-                    return Ok(());
-                }
-                other => return Err(other.unexpected()),
-            }
+            // Another host changed the key since it was read: again, after
+            // a pause, so that the hosts in a crowd take turns.
+            aborted += 1;
+            let pause = pause_after(aborted, rng.get_or_insert_with(rand::make_rng));
+            deadline.pause(pause)?;
         }
     }
 }
 
-/// The first pause after an aborted transaction is at most this long, and
+/// The first pause after an aborted update is at most this long, and
 /// the ceiling doubles with each abort in a row, up to `LONGEST_PAUSE`.
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const LONGEST_PAUSE: Duration = Duration::from_millis(500);
 
-/// The pause after the `aborted`-th aborted transaction in a row: full
+/// The pause after the `aborted`-th aborted update in a row: full
 /// jitter (uniform between zero and a ceiling that doubles from
 /// `FIRST_PAUSE` up to `LONGEST_PAUSE`). A crowd of K hosts on one key
 /// spreads its next tries over about K round trips within log2(K) aborts,
@@ -227,13 +203,6 @@ fn pause_after(aborted: u32, rng: &mut SmallRng) -> Duration {
         .saturating_mul(1 << aborted.saturating_sub(1).min(20))
         .min(LONGEST_PAUSE);
     Duration::from_nanos(rng.random_range(0..=ceiling.as_nanos() as u64))
-}
-
-fn expect_ok(reply: Reply) -> Result<(), Trouble> {
-    match reply {
-        Reply::Status(_) => Ok(()),
-        other => Err(other.unexpected()),
-    }
 }
 
 impl Store for RedisStore {
@@ -250,6 +219,15 @@ impl Store for RedisStore {
             .map_err(|trouble| self.explain(trouble, &deadline))
     }
 
+    /// Plain reads, no script (see `script::peek`).
+    fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
+        let deadline = Deadline::new(self.timeout, Patience::default());
+        let mut router = Router::new(&self.target, &self.trust, &deadline, &self.known);
+        script::peek(&mut router, &key_for(kind, name))
+            .map(|seen| seen.loaded())
+            .map_err(|trouble| self.explain(trouble, &deadline))
+    }
+
     fn location(&self, kind: &Kind, name: &str) -> String {
         format!("at Redis key {}", key_for(kind, name))
     }
@@ -259,8 +237,22 @@ impl Store for RedisStore {
     }
 }
 
+/// The port of the suite's redis-server (`scripts/test` starts one and
+/// exports `RETRY_TEST_REDIS_PORT`); without one `None`, and the test
+/// that needs it says on stderr that it is skipped.
 #[cfg(test)]
 #[allow(clippy::print_stderr)] // a test that cannot run here says why
+fn suite_port() -> Option<u16> {
+    let port = std::env::var("RETRY_TEST_REDIS_PORT")
+        .ok()
+        .and_then(|port| port.parse().ok());
+    if port.is_none() {
+        eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+    }
+    port
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::circuit::CircuitStore;
@@ -284,6 +276,14 @@ mod tests {
             redact("redis+unix:///run/redis.sock?pass=secret"),
             "redis+unix:///run/redis.sock"
         );
+        assert_eq!(
+            redact("redis+sentinel://:pw@h1,h2:5000/m/1?sentinel_password=sp&tls=true"),
+            "redis+sentinel://h1,h2:5000/m/1?tls=true"
+        );
+        assert_eq!(
+            redact("redis://u:pw@h1:7000,h2:7001/0"),
+            "redis://h1:7000,h2:7001/0"
+        );
     }
 
     #[test]
@@ -302,12 +302,8 @@ mod tests {
 
     /// Against the suite's redis-server (`scripts/test` starts one).
     #[test]
-    fn another_kind_of_record_reuses_the_transaction_under_its_own_key() {
-        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
-            .ok()
-            .and_then(|port| port.parse::<u16>().ok())
-        else {
-            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+    fn another_kind_of_record_reuses_the_scripts_under_its_own_key() {
+        let Some(port) = suite_port() else {
             return;
         };
         let store = RedisStore::open(
@@ -364,11 +360,7 @@ mod tests {
     /// once lose no update, and none runs out of its time.
     #[test]
     fn a_crowd_on_one_key_loses_no_update() {
-        let Some(port) = std::env::var("RETRY_TEST_REDIS_PORT")
-            .ok()
-            .and_then(|port| port.parse::<u16>().ok())
-        else {
-            eprintln!("SKIPPED: no RETRY_TEST_REDIS_PORT (scripts/test starts a redis-server)");
+        let Some(port) = suite_port() else {
             return;
         };
         let url = format!("redis://127.0.0.1:{port}/0");

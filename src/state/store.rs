@@ -140,8 +140,9 @@ pub(crate) trait Store {
 
     /// Read record `name` of `kind` as it is, writing nothing, not even a
     /// lock: `--circuit-status` and `--budget-status` work on a read-only
-    /// state directory or a read-only Redis replica. By default, an update
-    /// that stores nothing (Redis: `WATCH` and reads, no `MULTI`).
+    /// state directory, a read-only Redis replica or a Redis user allowed
+    /// only to read. By default, an update that stores nothing (Redis
+    /// reads with plain commands instead of its scripts).
     fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
         let mut found = None;
         self.update_blob(kind, name, Patience::default(), &mut |loaded| {
@@ -263,10 +264,14 @@ fn interpret<R: Record, S: Store + ?Sized>(
 /// escaped, at most 200 characters. For anything a server, a file or a
 /// library error built from them puts into one of retry's messages.
 pub(crate) fn one_line(text: &str) -> String {
-    const MOST: usize = 200;
+    one_line_within(text, 200)
+}
+
+/// [`one_line`], at most `most` characters.
+pub(crate) fn one_line_within(text: &str, most: usize) -> String {
     let mut line = String::new();
     for (count, c) in text.trim().chars().enumerate() {
-        if count == MOST {
+        if count == most {
             line.push_str("...");
             break;
         }

@@ -1,6 +1,7 @@
 //! Fleet-wide circuits in a real Redis: several "hosts" (processes with
 //! separate state directories) sharing one circuit, and Redis failing in
-//! every way that must not block a job.
+//! every way that must not block a job. `fleet_deployments` runs them all
+//! again against Valkey, and tests clusters and Sentinel.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -48,7 +49,7 @@ impl Redis {
             .local_addr()
             .unwrap()
             .port();
-        let mut command = Command::new("redis-server");
+        let mut command = Command::new(server_binary());
         command.args([
             "--port",
             &port.to_string(),
@@ -824,10 +825,20 @@ fn start_tls_redis(dir: &std::path::Path) -> Option<Redis> {
     })
 }
 
+/// The server the tests start: `RETRY_TEST_REDIS_SERVER` (the Valkey run
+/// of these tests, `fleet_deployments`, sets it to a valkey-server), else
+/// redis-server.
+fn server_binary() -> String {
+    std::env::var("RETRY_TEST_REDIS_SERVER")
+        .ok()
+        .filter(|binary| !binary.is_empty())
+        .unwrap_or_else(|| "redis-server".into())
+}
+
 /// Whether a redis-server can be started here; `false` (with a message)
 /// skips a test, except in CI, where a missing server is a failure.
 fn redis_server_found() -> bool {
-    let found = Command::new("redis-server")
+    let found = Command::new(server_binary())
         .arg("--version")
         .stdout(Stdio::null())
         .status()
@@ -1107,9 +1118,9 @@ fn one_probe_across_pid_namespaces_through_redis() {
 
 #[test]
 fn status_through_redis_only_reads() {
-    // A user that may read and WATCH, and write nothing: the status needs
-    // no more, also for a corrupt value (left for a run to replace) and a
-    // budget nobody made yet.
+    // A user that may read, and neither write nor run a script: the status
+    // needs no more, also for a corrupt value (left for a run to replace)
+    // and a budget nobody made yet.
     let Some(redis) = Redis::start(None) else {
         return;
     };

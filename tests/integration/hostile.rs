@@ -875,9 +875,9 @@ fn a_budget_lock_a_busy_neighbour_keeps_retaking_is_had_when_it_is_free() {
 }
 
 /// A Redis stand-in on 127.0.0.1: the first `answered` connections get
-/// answers as a real server gives them to retry's transaction (an empty
-/// key, a write that succeeds); every later one is accepted and never
-/// answered. Returns the port.
+/// answers as a real server gives them to retry's scripts (an empty key, a
+/// write that succeeds); every later one is accepted and never answered.
+/// Returns the port.
 fn redis_that_stalls_after(answered: usize) -> u16 {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -911,11 +911,11 @@ fn redis_that_stalls_after(answered: usize) -> u16 {
                         reader.read_exact(&mut word).unwrap();
                         words.push(String::from_utf8_lossy(&word[..len]).to_uppercase());
                     }
+                    // The read script finds nothing; the compare-and-set
+                    // script (the one that SETs) stores.
                     let reply: &[u8] = match words[0].as_str() {
-                        "EXISTS" => b":0\r\n",
-                        "GETRANGE" => b"$0\r\n\r\n",
-                        "SET" => b"+QUEUED\r\n",
-                        "EXEC" => b"*1\r\n+OK\r\n",
+                        "EVAL" if words[1].contains("'SET'") => b":1\r\n",
+                        "EVAL" => b"*2\r\n:0\r\n$0\r\n\r\n",
                         _ => b"+OK\r\n",
                     };
                     if writer.write_all(reply).is_err() {

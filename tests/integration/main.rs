@@ -12,6 +12,7 @@ mod circuit;
 mod core;
 mod exec;
 mod fleet;
+mod fleet_deployments;
 mod handoff;
 mod hooks;
 mod hostile;

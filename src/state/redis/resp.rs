@@ -90,6 +90,16 @@ impl Connection {
         Ok(connection)
     }
 
+    /// From now on, every read and write ends by `deadline` (a connection
+    /// opened within a share of the time goes on with all of it).
+    pub(super) fn set_deadline(&mut self, deadline: Deadline) {
+        match &mut self.stream {
+            Stream::Tcp(s) => s.deadline = deadline,
+            Stream::Unix(s) => s.deadline = deadline,
+            Stream::Tls(s) => s.sock.deadline = deadline,
+        }
+    }
+
     /// AUTH (only with a password) and SELECT (only for a database other
     /// than 0), in one round trip.
     fn handshake(&mut self, url: &RedisUrl) -> Result<(), Trouble> {

@@ -100,11 +100,7 @@ const FORMS: &str = "redis://HOST[:PORT][/DB], rediss://... or redis+unix:///PAT
 /// It quotes nothing from the authority, the path or the fragment: with a
 /// `/`, `?` or `#` in the password (unencoded), a piece of it is there.
 pub(crate) fn parse(input: &str) -> Result<RedisUrl, String> {
-    let cleaned: String = input
-        .trim_matches(|c: char| c <= ' ')
-        .chars()
-        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
-        .collect();
+    let cleaned = clean(input);
     let Some((scheme, rest)) = split_scheme(&cleaned) else {
         return Err(format!("not a URL: {FORMS}"));
     };
@@ -186,6 +182,16 @@ pub(crate) fn parse(input: &str) -> Result<RedisUrl, String> {
     })
 }
 
+/// `input` as a URL parser reads it: spaces and control characters
+/// around it dropped, tabs and line breaks inside removed.
+pub(super) fn clean(input: &str) -> String {
+    input
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect()
+}
+
 /// `redis+unix:///path?db=N&user=U&pass=P`.
 fn unix(
     authority: Option<&Authority<'_>>,
@@ -225,7 +231,7 @@ fn unix(
 /// The scheme, lowercased, and what follows its `:`; `None` when the
 /// input does not start with one (a letter, then letters, digits, `+`,
 /// `-` or `.`).
-fn split_scheme(input: &str) -> Option<(String, &str)> {
+pub(super) fn split_scheme(input: &str) -> Option<(String, &str)> {
     let colon = input.find(':')?;
     let scheme = &input[..colon];
     let mut chars = scheme.chars();
@@ -347,7 +353,7 @@ fn normalize(path: &str) -> String {
 }
 
 /// `a=1&b=2`, as a form decodes it (`+` is a space); empty pairs skipped.
-fn query_pairs(query: &str) -> Vec<(String, String)> {
+pub(super) fn query_pairs(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
         .filter(|pair| !pair.is_empty())
@@ -362,7 +368,7 @@ fn query_pairs(query: &str) -> Vec<(String, String)> {
 }
 
 /// The value of the last `key` in `query`.
-fn last<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
+pub(super) fn last<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
     query
         .iter()
         .rev()
@@ -391,7 +397,7 @@ fn percent_decode(text: &str) -> Vec<u8> {
     out
 }
 
-fn decode_utf8(text: &str, what: &str) -> Result<String, String> {
+pub(super) fn decode_utf8(text: &str, what: &str) -> Result<String, String> {
     String::from_utf8(percent_decode(text))
         .map_err(|_| format!("{what} is not UTF-8 once percent-decoded"))
 }

@@ -31,9 +31,21 @@ impl Deadline {
         }
     }
 
+    /// This deadline, or sooner: a `ways`-th of the time left, for one of
+    /// `ways` servers tried in turn (a seed node, a sentinel), so that one
+    /// that never answers leaves time for the others.
+    pub(in crate::state::redis) fn share(&self, ways: usize) -> Deadline {
+        let now = Instant::now();
+        let end = self.end.map(|end| {
+            let left = end.saturating_duration_since(now);
+            now + left / ways.clamp(1, 1024) as u32
+        });
+        Deadline { end, ..*self }
+    }
+
     /// The time left (`None`: no limit), or a timeout once none is, or
     /// [`Interrupted`] once a signal to retry ends the exchange.
-    pub(super) fn left(&self) -> io::Result<Option<Duration>> {
+    pub(in crate::state::redis) fn left(&self) -> io::Result<Option<Duration>> {
         if self.signals && terminating_arrived() {
             return Err(io::Error::other(Interrupted));
         }
@@ -106,5 +118,17 @@ mod tests {
             signals: false,
         };
         assert_eq!(unlimited.clamp(second), second);
+        assert_eq!(unlimited.share(3).end, None);
+    }
+
+    #[test]
+    fn a_share_is_a_part_of_the_time_left() {
+        let deadline = Deadline::new(Duration::from_secs(3), Patience::default());
+        let share = deadline.share(3);
+        let left = share.left().unwrap().unwrap();
+        assert!(left <= Duration::from_secs(1), "{left:?}");
+        assert!(left > Duration::from_millis(900), "{left:?}");
+        assert!(deadline.share(0).end <= deadline.end);
+        assert!(deadline.share(1).end <= deadline.end);
     }
 }

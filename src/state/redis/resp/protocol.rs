@@ -1,7 +1,8 @@
 //! RESP2, the Redis protocol: commands encoded as arrays of bulk strings
 //! ([`Connection::send`]), and replies decoded ([`Connection::read`]) with
 //! every length bounded: a bulk string holds a record at most, an array a
-//! few items, nested twice at most.
+//! few items, nested twice at most (a description of the deployment, as
+//! `CLUSTER SLOTS`, more: [`Connection::read_large`]).
 
 use std::io::Write;
 
@@ -12,8 +13,37 @@ use crate::state::store::{MAX_RECORD_BYTES, one_line};
 /// The longest bulk string read: one record and the byte that shows it is
 /// too long.
 const MAX_BULK: usize = MAX_RECORD_BYTES + 1;
-/// The most items in an array reply (EXEC answers one per queued command).
-const MAX_ITEMS: i64 = 16;
+/// How large a reply may be: the most items in one array, arrays nested
+/// how deep, the longest bulk string, and the replies (items at any depth)
+/// and bytes in all.
+#[derive(Clone, Copy)]
+struct Bounds {
+    items: i64,
+    depth: usize,
+    bulk: usize,
+    replies: usize,
+    bytes: usize,
+}
+
+/// A reply to a command on a record: a few items, nested twice at most,
+/// a record and a byte in a bulk string.
+const SMALL: Bounds = Bounds {
+    items: 16,
+    depth: 2,
+    bulk: MAX_BULK,
+    replies: 64,
+    bytes: 2 * MAX_BULK + 4096,
+};
+/// A description of the deployment (`CLUSTER SLOTS`: a range per slot at
+/// most, each with its nodes and their metadata; `ROLE`): larger, still
+/// bounded, so a server can make it cost a few MiB, never more.
+const LARGE: Bounds = Bounds {
+    items: 16384,
+    depth: 4,
+    bulk: 1024,
+    replies: 200_000,
+    bytes: 4 << 20,
+};
 
 /// One reply.
 #[derive(Debug, PartialEq, Eq)]
@@ -55,13 +85,34 @@ impl Connection {
         Ok(())
     }
 
-    /// Read one reply.
+    /// Read one reply to a command on a record.
     pub(in crate::state::redis) fn read(&mut self) -> Result<Reply, Trouble> {
-        self.reply(0)
+        self.reply(0, SMALL, &mut (SMALL.replies, SMALL.bytes))
     }
 
-    fn reply(&mut self, depth: usize) -> Result<Reply, Trouble> {
+    /// Read one reply that describes the deployment (`CLUSTER SLOTS`,
+    /// `ROLE`): more items, nested deeper, still bounded.
+    pub(in crate::state::redis) fn read_large(&mut self) -> Result<Reply, Trouble> {
+        self.reply(0, LARGE, &mut (LARGE.replies, LARGE.bytes))
+    }
+
+    /// One reply within `bounds`; `left` counts down the replies and bytes
+    /// the whole reply may still hold.
+    fn reply(
+        &mut self,
+        depth: usize,
+        bounds: Bounds,
+        left: &mut (usize, usize),
+    ) -> Result<Reply, Trouble> {
         let line = self.line()?;
+        match (left.0.checked_sub(1), left.1.checked_sub(line.len() + 2)) {
+            (Some(replies), Some(bytes)) => *left = (replies, bytes),
+            _ => {
+                return Err(Trouble::Other(
+                    "a reply larger than any answer expected".into(),
+                ));
+            }
+        }
         let Some((&kind, rest)) = line.split_first() else {
             return Err(nonsense("an empty line"));
         };
@@ -72,8 +123,9 @@ impl Connection {
             b':' => Reply::Int(number(rest)?),
             b'$' => match number(rest)? {
                 -1 => Reply::Bulk(None),
-                n if (0..=MAX_BULK as i64).contains(&n) => {
+                n if (0..=bounds.bulk as i64).contains(&n) && n as usize + 2 <= left.1 => {
                     let n = n as usize;
+                    left.1 -= n + 2;
                     let mut body = self.exact(n + 2)?;
                     if !body.ends_with(b"\r\n") {
                         return Err(nonsense("a bulk string without its end"));
@@ -89,10 +141,10 @@ impl Connection {
             },
             b'*' => match number(rest)? {
                 -1 => Reply::Array(None),
-                n if (0..=MAX_ITEMS).contains(&n) && depth < 2 => {
+                n if (0..=bounds.items).contains(&n) && depth < bounds.depth => {
                     let mut items = Vec::new();
                     for _ in 0..n {
-                        items.push(self.reply(depth + 1)?);
+                        items.push(self.reply(depth + 1, bounds, left)?);
                     }
                     Reply::Array(Some(items))
                 }

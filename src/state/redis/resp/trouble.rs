@@ -3,7 +3,7 @@
 
 use std::io;
 
-use crate::state::store::Interrupted;
+use crate::state::store::{Interrupted, one_line_within};
 
 /// What went wrong in an exchange.
 #[derive(Debug)]
@@ -20,6 +20,23 @@ pub(in crate::state::redis) enum Trouble {
     Record(anyhow::Error),
     /// A signal to retry ended the exchange.
     Interrupted,
+}
+
+impl Trouble {
+    /// In a few words, a server's cut short: for a message that lists what
+    /// each of several servers said.
+    pub(in crate::state::redis) fn brief(&self) -> String {
+        match self {
+            Trouble::TimedOut => "no answer in time".into(),
+            Trouble::Refused => "connection refused".into(),
+            Trouble::Auth(text) => {
+                format!("authentication failed ({})", one_line_within(text, 100))
+            }
+            Trouble::Server(text) | Trouble::Other(text) => one_line_within(text, 100),
+            Trouble::Record(err) => one_line_within(&err.to_string(), 100),
+            Trouble::Interrupted => "interrupted".into(),
+        }
+    }
 }
 
 impl From<io::Error> for Trouble {
