@@ -66,7 +66,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --budget-min 'Tokens that flow in with time, N/UNIT (10/s, 1/min, 30/h), so a lone job can still retry now and then [default: 1/min]'
             cand --budget-burst 'The bucket''s capacity; a new bucket starts full [default: 10]'
             cand --state-dir 'Where circuits and budgets are kept [default: $RETRY_STATE_DIR, else $XDG_STATE_HOME/retry, else ~/.local/state/retry (HOME, else the password entry''s home), else /tmp/retry-state-UID]'
-            cand --state-url 'Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS), a Redis Cluster''s seed nodes redis://host:port,host:port, or Sentinel redis+sentinel://host:26379,host/master[/db] [env: RETRY_STATE_URL, unless --state-dir is given]'
+            cand --state-url 'Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS), a Redis Cluster''s seed nodes redis://host:port,host:port (or --state-url given once per node), or Sentinel redis+sentinel://host:26379,host/master[/db] [env: RETRY_STATE_URL, unless --state-dir is given]'
             cand --state-ca 'Also trust the CA certificates (PEM) in FILE for a rediss:// state URL, besides the system''s trust store and the public web roots [env: RETRY_STATE_CA]'
             cand --state-timeout 'One deadline for each exchange with the state store (the file lock''s wait, or Redis from connecting on); past it the job runs as if there were no circuit or budget, with a warning'
             cand --stop-on-timeout 'An attempt ended by --timeout or --max-time is a permanent failure (by default it is transient, whatever the exit-code lists say)'

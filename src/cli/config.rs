@@ -308,9 +308,12 @@ impl Config {
         let needs_state = cli.circuit.is_some() || cli.budget.is_some();
         // The error names where the URL came from (`--state-url` has no
         // clap `env`: the variable is read here).
-        let url = match (needs_state, &cli.state_url, &cli.state_dir) {
-            (true, Some(url), _) => Some((url.clone(), "--state-url")),
-            (true, None, None) => state_url_from_env()?.map(|url| (url, "RETRY_STATE_URL")),
+        let url = match (needs_state, cli.state_url.is_empty(), &cli.state_dir) {
+            (true, false, _) => Some((
+                crate::state::seeds_as_one_url(&cli.state_url).map_err(UsageError)?,
+                "--state-url",
+            )),
+            (true, true, None) => state_url_from_env()?.map(|url| (url, "RETRY_STATE_URL")),
             _ => None,
         };
         if let Some((url, origin)) = &url {

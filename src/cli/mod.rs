@@ -315,9 +315,9 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DIR", help_heading = STATE)]
     pub(crate) state_dir: Option<PathBuf>,
 
-    /// Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS), a Redis Cluster's seed nodes redis://host:port,host:port, or Sentinel redis+sentinel://host:26379,host/master[/db] [env: RETRY_STATE_URL, unless --state-dir is given]
-    #[arg(long, value_name = "URL", help_heading = STATE)]
-    pub(crate) state_url: Option<String>,
+    /// Keep circuits and budgets in Redis, shared by a fleet: redis://[user:password@]host:port/db (rediss:// for TLS), a Redis Cluster's seed nodes redis://host:port,host:port (or --state-url given once per node), or Sentinel redis+sentinel://host:26379,host/master[/db] [env: RETRY_STATE_URL, unless --state-dir is given]
+    #[arg(long, value_name = "URL", action = clap::ArgAction::Append, help_heading = STATE)]
+    pub(crate) state_url: Vec<String>,
 
     /// Also trust the CA certificates (PEM) in FILE for a rediss:// state URL, besides the system's trust store and the public web roots [env: RETRY_STATE_CA]
     #[arg(long, value_name = "FILE", help_heading = STATE)]

@@ -139,6 +139,59 @@ pub(crate) fn check_state_url(url: &str, origin: &str) -> Result<(), String> {
         .map_err(|err| format!("{err:#}"))
 }
 
+/// Several `--state-url` values (a Redis Cluster's seed nodes) as the one
+/// URL that names them all: `redis://[user:pass@]h1:p1,h2:p2[/db]`. Each
+/// must name one server, with the same scheme, credentials and path as the
+/// first; one value is returned as it is.
+pub(crate) fn seeds_as_one_url(urls: &[String]) -> Result<String, String> {
+    let [first, rest @ ..] = urls else {
+        return Err("--state-url: no URL".to_string());
+    };
+    if rest.is_empty() {
+        return Ok(first.clone());
+    }
+    // scheme://[credentials@]host[:port][/path][?query]
+    let split = |url: &str| -> Option<(String, String, String)> {
+        let (scheme, rest) = url.split_once("://")?;
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        let (prefix, host) = match authority.rsplit_once('@') {
+            Some((credentials, host)) => (format!("{scheme}://{credentials}@"), host),
+            None => (format!("{scheme}://"), authority),
+        };
+        Some((prefix, host.to_string(), tail.to_string()))
+    };
+    let shown = |url: &str| crate::text::sanitize_line(&redis::redact(url), 120);
+    let mut hosts = Vec::new();
+    let mut shape: Option<(String, String)> = None;
+    for url in urls {
+        let (prefix, host, tail) = split(url)
+            .ok_or_else(|| format!("--state-url {}: not a URL (scheme://host:port)", shown(url)))?;
+        let single = matches!(
+            prefix.split("://").next(),
+            Some("redis" | "rediss" | "valkey" | "valkeys")
+        );
+        if !single || host.is_empty() || host.contains(',') {
+            return Err(format!(
+                "--state-url {}: given more than once, each names one node of a Redis Cluster (redis://host:port)",
+                shown(url)
+            ));
+        }
+        match &shape {
+            Some(first) if *first != (prefix.clone(), tail.clone()) => {
+                return Err(format!(
+                    "--state-url {}: the seeds of one cluster share their scheme, credentials and database",
+                    shown(url)
+                ));
+            }
+            _ => shape = Some((prefix, tail)),
+        }
+        hosts.push(host);
+    }
+    let (prefix, tail) = shape.unwrap_or_default();
+    Ok(format!("{prefix}{}{tail}", hosts.join(",")))
+}
+
 /// Whether a state URL (checked before) uses TLS (`rediss://`,
 /// `rediss+sentinel://`, `?tls=true`), the one kind a
 /// `--state-ca` is for.
@@ -167,4 +220,38 @@ pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seeds(urls: &[&str]) -> Result<String, String> {
+        seeds_as_one_url(&urls.iter().map(ToString::to_string).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn several_state_urls_are_the_seeds_of_one_cluster() {
+        assert_eq!(seeds(&["redis://a:1"]).unwrap(), "redis://a:1");
+        assert_eq!(
+            seeds(&["redis://u:p@a:1/0", "redis://u:p@b:2/0"]).unwrap(),
+            "redis://u:p@a:1,b:2/0"
+        );
+        assert_eq!(
+            seeds(&["rediss://a:1", "rediss://b:2", "rediss://c"]).unwrap(),
+            "rediss://a:1,b:2,c"
+        );
+        for bad in [
+            &["redis://a:1", "rediss://b:2"][..],
+            &["redis://u:p@a:1", "redis://b:2"],
+            &["redis://a:1/0", "redis://b:2/1"],
+            &["redis://a:1", "redis+sentinel://s:26379/m"],
+            &["redis://a:1,b:2", "redis://c:3"],
+            &["redis://a:1", "unix:///tmp/sock"],
+        ] {
+            let err = seeds(bad).unwrap_err();
+            assert!(err.starts_with("--state-url "), "{bad:?}: {err}");
+            assert!(!err.contains(":p@"), "{err}");
+        }
+    }
 }

@@ -67,7 +67,7 @@ fn key_for(kind: &Kind, name: &str) -> String {
 
 /// `redis://user:password@host:port/db` without the user and password,
 /// and `unix:///path?db=1&pass=secret` without its `pass`.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let url = match (url.split_once("://"), url.rfind('@')) {
         (Some((scheme, _)), Some(at)) => format!("{scheme}://{}", &url[at + 1..]),
         _ => url.to_string(),

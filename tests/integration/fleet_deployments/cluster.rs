@@ -45,8 +45,8 @@ fn owner(nodes: &[u16], key: &str) -> u16 {
 }
 
 /// A run of the circuit `name` (opens after `threshold` failed runs, for an
-/// hour) through `url`.
-fn circuit_run(name: &str, threshold: &str, url: &str) -> assert_cmd::Command {
+/// hour) through `urls` (each a `--state-url`).
+fn circuit_run(name: &str, threshold: &str, urls: &[String]) -> assert_cmd::Command {
     let mut command = retry();
     command
         .args([
@@ -57,26 +57,31 @@ fn circuit_run(name: &str, threshold: &str, url: &str) -> assert_cmd::Command {
             "--circuit-threshold",
             threshold,
         ])
-        .args(["--circuit-cooldown", "1h", "--state-url", url]);
+        .args(["--circuit-cooldown", "1h"]);
+    for url in urls {
+        command.args(["--state-url", url]);
+    }
     command
 }
 
 fn circuits_open_through_any_node(cluster: &Deployment) {
     let nodes = cluster.ports("nodes");
     let work = scratch();
-    for (j, name) in ["any-node-a", "any-node-b", "any-node-c", "any-seed"]
-        .iter()
-        .enumerate()
-    {
+    let names = [
+        "any-node-a",
+        "any-node-b",
+        "any-node-c",
+        "any-seed",
+        "seed-flags",
+    ];
+    for (j, name) in names.iter().enumerate() {
         // Run i goes to node i + j: two of three runs reach a node that
-        // does not serve the key (MOVED), whichever it is; the last name
-        // goes through the seed list.
-        let via = |i: usize| {
-            if j == 3 {
-                seeds(&nodes)
-            } else {
-                url(nodes[(i + j) % 3])
-            }
+        // does not serve the key (MOVED), whichever it is; the last names
+        // go through the seed list, then through one --state-url per node.
+        let via = |i: usize| match j {
+            3 => vec![seeds(&nodes)],
+            4 => nodes.iter().map(|&node| url(node)).collect(),
+            _ => vec![url(nodes[(i + j) % 3])],
         };
         for i in 0..2 {
             circuit_run(name, "2", &via(i))
@@ -144,7 +149,7 @@ fn an_update_lands_while_its_slot_migrates(cluster: &Deployment) {
     let (source_id, target_id) = (id(source), id(target));
     let ok = Resp::Text("OK".into());
     // One failed run before: the key is on the source.
-    circuit_run(name, "3", &url(third))
+    circuit_run(name, "3", &[url(third)])
         .args(["--", "false"])
         .assert()
         .code(1)
@@ -167,7 +172,7 @@ fn an_update_lands_while_its_slot_migrates(cluster: &Deployment) {
             reply
         }
     });
-    let run = circuit_run(name, "3", &url(third))
+    let run = circuit_run(name, "3", &[url(third)])
         .args(["--", "sh", "-c", &gate.body])
         .timeout(Duration::from_secs(30))
         .output()
@@ -182,7 +187,7 @@ fn an_update_lands_while_its_slot_migrates(cluster: &Deployment) {
         Resp::Error(format!("ASK {slot} 127.0.0.1:{target}"))
     );
     // A third failed run through the source itself (ASK) opens the circuit.
-    circuit_run(name, "3", &url(source))
+    circuit_run(name, "3", &[url(source)])
         .args(["--", "false"])
         .assert()
         .code(1)
@@ -192,7 +197,7 @@ fn an_update_lands_while_its_slot_migrates(cluster: &Deployment) {
         assert_eq!(set(*port, "NODE", &target_id), ok);
     }
     for port in &nodes {
-        circuit_run(name, "3", &url(*port))
+        circuit_run(name, "3", &[url(*port)])
             .args(["--", "true"])
             .assert()
             .code(75);
