@@ -19,8 +19,8 @@
 //! flag on the command line always overrides the preset.
 
 use crate::outcome::Hint;
+use crate::outcome::{Ending, ProcessEnd};
 use crate::policy::rules::{OutputRule, RuleSet, RuleSource, Rules};
-use crate::process::{Ending, ProcessEnd};
 
 /// What the runner saw of one attempt.
 #[derive(Clone, Debug)]

@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use crate::exit::ExitStatus;
+use crate::outcome::{Ending, signal_name};
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::backoff::Sleep;
 use crate::policy::classify::{Class, Verdict};
-use crate::process::{Ending, signal_name};
 use crate::values::human;
 use counting::{confirm_success, next_repeat};
 
@@ -416,7 +416,7 @@ pub(crate) fn out_of_time(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::ProcessEnd;
+    use crate::outcome::ProcessEnd;
 
     fn exited(code: i32) -> Ending {
         Ending::not_started(ProcessEnd::Exited(code))

@@ -18,9 +18,9 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
+use crate::outcome::{Ending, ProcessEnd};
 use crate::policy::classify::{Class, Observation, classify};
 use crate::policy::rules::{RuleSet, RuleSource, Rules};
-use crate::process::{Ending, ProcessEnd};
 use crate::scan::ScanResult;
 
 /// The tool whose command line is read.

@@ -10,9 +10,9 @@ use serde::Deserialize;
 
 use super::show::to_toml;
 use super::*;
+use crate::outcome::{Ending, ProcessEnd};
 use crate::policy::classify::{Class, Observation, classify};
 use crate::policy::rules::Rules;
-use crate::process::{Ending, ProcessEnd};
 use crate::scan::Scanner;
 
 fn repo() -> PathBuf {

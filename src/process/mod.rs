@@ -22,8 +22,8 @@ pub(crate) mod signals;
 mod tree;
 pub(crate) mod watchdog;
 
+use crate::outcome::{Ending, ProcessEnd};
 use ending::not_started;
-pub(crate) use ending::{Ending, ProcessEnd, signal_name};
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

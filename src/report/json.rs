@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use super::{AttemptRecord, DoneRecord, Guard, Sink, SleepRecord, Verbosity};
+use crate::outcome::Ending;
 use crate::outcome::RunOutcome;
-use crate::process::Ending;
 
 /// The JSON sink: the events the verbosity lets through, one per line.
 pub(crate) struct JsonSink<W> {
@@ -198,9 +198,9 @@ impl<W: Write> Sink for JsonSink<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::ProcessEnd;
     use crate::outcome::SleepSource;
     use crate::policy::classify::Class;
-    use crate::process::ProcessEnd;
     use crate::report::fixtures::{attempt_record, done_record, noon, sleep_record};
 
     fn sink(verbosity: Verbosity) -> JsonSink<Vec<u8>> {

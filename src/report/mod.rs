@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::outcome::Ending;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
-use crate::process::Ending;
 use ci::{Ci, Folds};
 pub(crate) use in_force::{Guard, InForce};
 use json::JsonSink;

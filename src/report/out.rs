@@ -80,7 +80,7 @@ impl Write for Stderr {
             };
         let give_up = || {
             let now = Instant::now();
-            crate::process::signals::terminating_arrived()
+            crate::sys::signal_pipe::ending_arrived()
                 || deadline.is_some_and(|deadline| now >= deadline)
                 || now >= patience_ends
         };

@@ -85,7 +85,7 @@ fn exit_cell(record: &AttemptRecord) -> String {
     if record.timed_out {
         "timeout".to_string()
     } else if let Some(signal) = record.signal {
-        crate::process::signal_name(signal)
+        crate::outcome::signal_name(signal)
     } else {
         record
             .exit_code

@@ -14,9 +14,9 @@ use anstyle::{AnsiColor, Style};
 
 use super::ci::{self, Ci, Level};
 use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, Verbosity, of_attempts};
+use crate::outcome::Ending;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
-use crate::process::Ending;
 use crate::text::{escape_controls, for_lines};
 use crate::values::human;
 
@@ -339,7 +339,7 @@ impl<W: Write> Sink for TextSink<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::ProcessEnd;
+    use crate::outcome::ProcessEnd;
     use crate::report::fixtures::{attempt_record, done_record, noon, sleep_record};
 
     fn sink(verbosity: Verbosity) -> TextSink<Vec<u8>> {

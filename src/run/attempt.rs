@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::outcome::{Ending, ProcessEnd};
 use crate::process::signals::Events;
-use crate::process::{ChildIo, Ending, Launch, ProcessEnd};
+use crate::process::{ChildIo, Launch};
 use crate::run::pump::{Destination, PumpReport, pump};
 use crate::run::stdin::AttemptStdin;
 use crate::scan::{PatternSet, ScanResult};

@@ -9,11 +9,11 @@ use rand::RngExt;
 
 use super::Run;
 use super::judge::Judged;
+use crate::outcome::Ending;
 use crate::outcome::SleepSource;
 use crate::policy::backoff::Backoff;
 use crate::policy::classify::{Class, Verdict};
 use crate::policy::decision::{self, Attempt, Decision, Done, Step};
-use crate::process::Ending;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::{AttemptRecord, Reporter, SleepRecord};
 

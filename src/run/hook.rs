@@ -15,8 +15,9 @@
 use std::ffi::{OsStr, OsString};
 use std::time::{Duration, Instant};
 
+use crate::outcome::Ending;
 use crate::process::signals::Events;
-use crate::process::{self, ChildIo, Ending, Launch};
+use crate::process::{self, ChildIo, Launch};
 use crate::sys::fd::own_fd;
 
 /// One hook to run.

@@ -164,7 +164,7 @@ pub(crate) fn run(
         timed_out: last_ending.as_ref().is_some_and(|e| e.timed_out),
         signal: last_ending
             .as_ref()
-            .and_then(crate::process::Ending::signal),
+            .and_then(crate::outcome::Ending::signal),
         until_failure: config.hooks.until_failure,
         successes: in_a_row,
         command_exit_code: last_ending.as_ref().map(|e| e.exit_status().as_number()),

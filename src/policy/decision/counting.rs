@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use super::{Done, End, Limits, Step, failure_detail, runs};
+use crate::outcome::Ending;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::backoff::Sleep;
 use crate::policy::classify::Class;
-use crate::process::Ending;
 use crate::values::human;
 
 /// `--successes N`: a success short of N in a row does not end the run;
