@@ -1,6 +1,6 @@
 complete -c retry -s n -l attempts -d 'Most attempts, the first included: N >= 1 or \'unlimited\' [default: 5; unlimited with --max-time or --until-failure]' -r
 complete -c retry -s d -l delay -d 'Base delay: the ceiling before the first retry' -r
-complete -c retry -l throttle-delay -d 'Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset\'s rate-limit message); jitter and --cap apply as usual' -r
+complete -c retry -l throttle-delay -d 'A floor over --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset\'s rate-limit message): its backoff grows from the larger of the two, so a throttled failure never backs off faster than another; jitter and --cap apply as usual' -r
 complete -c retry -s m -l multiplier -d 'Growth factor of the ceiling per retry (finite, >= 1)' -r
 complete -c retry -s c -l cap -d 'Largest single delay; growth stops here' -r
 complete -c retry -s j -l jitter -d 'How a sleep is drawn under its ceiling: full, equal, decorrelated, none, or a proportion P in (0,1] (also 20%)' -r -f -a "full\t''
@@ -44,7 +44,7 @@ gh\t''
 list\t''
 show\t''
 none\t''"
-complete -c retry -l max-retry-after -d 'Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning' -r
+complete -c retry -l max-retry-after -d 'Longest wait a server (Retry-After, the rate-limit headers) or the hint file may ask for; a longer one, or one that would end past --max-time, ends the run at once (exhausted, the command\'s status; --give-up-exit applies), never answered by a shorter sleep' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)'
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'
 inherit\t'Handed to the child as it is'

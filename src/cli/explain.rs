@@ -234,15 +234,25 @@ fn conditions(config: &Config) -> Vec<String> {
 
 /// How a throttled failure's backoff differs from the table's.
 fn throttled_line(config: &Config) -> String {
+    let base = config.policy.delay.max(config.throttle_delay);
     let throttled = Policy {
-        delay: config.throttle_delay,
+        delay: base,
         ..config.policy.clone()
     };
     let ceilings: Vec<String> = (0..3).map(|n| human(throttled.ceiling(n))).collect();
+    let from = if config.throttle_delay > config.policy.delay {
+        format!("--throttle-delay {}", human(config.throttle_delay))
+    } else {
+        format!(
+            "--delay {} (--throttle-delay {} is only a floor)",
+            human(config.policy.delay),
+            human(config.throttle_delay)
+        )
+    };
     format!(
-        "Throttled: after a failure judged throttled (HTTP 429, a 503 with a wait, a rate-limit message) the ceiling grows from --throttle-delay {} instead of --delay (first ceilings {}, ...); the table shows --delay's.",
-        human(config.throttle_delay),
-        ceilings.join(", ")
+        "Throttled: after a failure judged throttled (HTTP 429, a 503 with a wait, a rate-limit message) the ceiling grows from the larger of --delay and --throttle-delay: {from} (first ceilings {}, ...); the table shows --delay's. A wait a server asks for longer than --max-retry-after {}, or past --max-time, ends the run at once.",
+        ceilings.join(", "),
+        human(config.max_retry_after)
     )
 }
 

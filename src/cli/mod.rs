@@ -102,7 +102,7 @@ pub(crate) struct Cli {
     #[arg(short = 'd', long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) delay: Duration,
 
-    /// Base delay instead of --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset's rate-limit message); jitter and --cap apply as usual
+    /// A floor over --delay for a failure judged throttled (HTTP 429, a 503 with a wait, a preset's rate-limit message): its backoff grows from the larger of the two, so a throttled failure never backs off faster than another; jitter and --cap apply as usual
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) throttle_delay: Duration,
 
@@ -168,7 +168,7 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) retry_after: bool,
 
-    /// Longest Retry-After (header or hint file) obeyed; a longer request is not: the computed backoff is used instead, with a warning
+    /// Longest wait a server (Retry-After, the rate-limit headers) or the hint file may ask for; a longer one, or one that would end past --max-time, ends the run at once (exhausted, the command's status; --give-up-exit applies), never answered by a shorter sleep
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = values::parse_duration, allow_hyphen_values = true, help_heading = CLASSIFY)]
     pub(crate) max_retry_after: Duration,
 

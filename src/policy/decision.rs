@@ -12,9 +12,15 @@ use crate::outcome::{Ending, signal_name};
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::backoff::Sleep;
 use crate::policy::classify::{Class, Verdict};
+use crate::policy::next_sleep::Proposal;
 use crate::values::human;
+pub(crate) use between::{
+    BudgetAnswer, GiveUpHook, after_budget, after_hook, before_first_attempt, give_up_hook,
+    out_of_time, takes_a_token,
+};
 use counting::{confirm_success, next_repeat};
 
+mod between;
 mod counting;
 
 /// The limits of a run.
@@ -249,7 +255,7 @@ pub(crate) fn after_attempt(
     attempt: Attempt<'_>,
     limits: Limits,
     now: Instant,
-    proposed: (Sleep, SleepSource),
+    proposed: &Proposal,
 ) -> Decision {
     let mut verdict = attempt.verdict;
     if attempt.downstream_closed && verdict.class.is_transient() {
@@ -313,7 +319,7 @@ fn next_step(
     class: Class,
     limits: Limits,
     now: Instant,
-    proposed: (Sleep, SleepSource),
+    proposed: &Proposal,
 ) -> Step {
     if let Some(signal) = ending.interrupted {
         return Step::Done(Done::interrupted(signal));
@@ -338,8 +344,17 @@ fn next_step(
     if limits.max_attempts.is_some_and(|max| attempt >= max) {
         return Done::with(RunOutcome::Exhausted, ending);
     }
-    let (sleep, source) = proposed;
-    if past_deadline(now + sleep.delay.min(Duration::from_secs(u32::MAX.into()))) {
+    let (sleep, source) = match (wait_not_waited_for(limits, now, proposed), proposed) {
+        (None, &Proposal::Sleep { sleep, source, .. }) => (sleep, source),
+        (why, _) => {
+            return Step::Done(Done {
+                end: End::failed(RunOutcome::Exhausted, ending),
+                detail: format!("{}; {}", why.unwrap_or_default(), failure_detail(ending)),
+            });
+        }
+    };
+    let wake = now + sleep.delay.min(Duration::from_secs(u32::MAX.into()));
+    if past_deadline(wake) {
         return Step::Done(Done {
             end: End::failed(RunOutcome::Deadline, ending),
             detail: format!(
@@ -352,65 +367,51 @@ fn next_step(
     Step::Sleep { sleep, source }
 }
 
-/// Before the first attempt: `Some` when the run's deadline has passed
-/// already (an outer run's, `RETRY_DEADLINE`, or a splay that took all of
-/// `--max-time`): no attempt starts, and the run ends as timed out.
-pub(crate) fn before_first_attempt(limits: Limits, now: Instant) -> Option<Done> {
-    if limits.deadline.is_none_or(|deadline| now < deadline) {
-        return None;
-    }
-    Some(Done {
-        end: End::Failed {
-            outcome: RunOutcome::Deadline,
-            last: ExitStatus::TIMED_OUT,
-        },
-        detail: "the run's deadline had passed before its first attempt: none started (exit 124)"
-            .to_string(),
-    })
-}
-
-/// After `--on-retry` ran, before attempt `next`: `None` lets it go ahead
-/// (a hook that failed only warns). A signal to retry during the hook ends
-/// the run, as during an attempt; so does `--max-time` running out
-/// meanwhile, with the status of `previous`, the attempt before the hook.
-pub(crate) fn after_hook(
-    next: u64,
-    previous: &Ending,
-    hook: &Ending,
+/// Why the wait a server (or the hint file) asked for after an attempt
+/// that is to be retried is not waited for, if it is not: longer than
+/// `--max-retry-after`, or ending past `--max-time`. It is never answered
+/// by a shorter sleep: the run ends on it (exhausted, the command's
+/// status), and says so, naming who asked and the flag that would allow
+/// it. `None`: the proposal is slept (or is the backoff's own).
+pub(crate) fn wait_not_waited_for(
     limits: Limits,
     now: Instant,
-) -> Option<Done> {
-    if let Some(signal) = hook.interrupted {
-        return Some(Done::interrupted(signal));
-    }
-    out_of_time(next, previous, limits, now, "during --on-retry")
-}
-
-/// Before attempt `next`, after a wait (`during`: "during --on-retry",
-/// "while asking retry budget api"): `Some` when `--max-time` ran out
-/// meanwhile, and the run ends with the status of `previous`, the attempt
-/// before the wait, as if no sleep had fitted.
-pub(crate) fn out_of_time(
-    next: u64,
-    previous: &Ending,
-    limits: Limits,
-    now: Instant,
-    during: &str,
-) -> Option<Done> {
-    if limits.deadline.is_none_or(|deadline| now < deadline) {
-        return None;
-    }
-    Some(if limits.until_failure {
-        Done::passed(format!(
-            "all {} passed; --max-time ran out {during}",
-            runs(next.saturating_sub(1))
-        ))
-    } else {
-        Done {
-            end: End::failed(RunOutcome::Deadline, previous),
-            detail: format!("--max-time ran out {during}; {}", failure_detail(previous)),
+    proposed: &Proposal,
+) -> Option<String> {
+    match *proposed {
+        Proposal::Refused { asker, wait, limit } => Some(refused(asker, wait, limit)),
+        Proposal::Sleep { sleep, .. } => {
+            let asker = proposed.asker()?;
+            let deadline = limits.deadline?;
+            let wake = now + sleep.delay.min(Duration::from_secs(u32::MAX.into()));
+            (wake >= deadline).then(|| {
+                format!(
+                    "{asker} asked for {}, which would end {} past --max-time: not retrying (a --max-time that much longer would wait for it)",
+                    human(sleep.delay),
+                    human(wake.saturating_duration_since(deadline))
+                )
+            })
         }
-    })
+    }
+}
+
+/// A wait longer than `--max-retry-after`, in words.
+fn refused(asker: &str, wait: Duration, limit: Duration) -> String {
+    format!(
+        "{asker} asked for {}, longer than --max-retry-after {}: not retrying (--max-retry-after {} would wait for it)",
+        human(wait),
+        human(limit),
+        human(wait)
+    )
+}
+
+/// The sleep of `proposed` for the runs that count successes; a refused
+/// wait is the detail of the run's end.
+fn sleep_of(proposed: &Proposal) -> Result<(Sleep, SleepSource), String> {
+    match *proposed {
+        Proposal::Sleep { sleep, source, .. } => Ok((sleep, source)),
+        Proposal::Refused { asker, wait, limit } => Err(refused(asker, wait, limit)),
+    }
 }
 
 #[cfg(test)]
@@ -422,15 +423,16 @@ mod tests {
         Ending::not_started(ProcessEnd::Exited(code))
     }
 
-    fn sleep(ms: u64, source: SleepSource) -> (Sleep, SleepSource) {
+    fn sleep(ms: u64, source: SleepSource) -> Proposal {
         let delay = Duration::from_millis(ms);
-        (
-            Sleep {
+        Proposal::Sleep {
+            sleep: Sleep {
                 delay,
                 ceiling: delay,
             },
             source,
-        )
+            header: None,
+        }
     }
 
     struct Case {
@@ -441,7 +443,7 @@ mod tests {
         max_attempts: Option<u64>,
         /// Milliseconds from now to the deadline (negative: already past).
         deadline_ms: Option<i64>,
-        proposed: (Sleep, SleepSource),
+        proposed: Proposal,
         expected: Result<RunOutcome, SleepSource>,
         status: Option<ExitStatus>,
         until_failure: bool,
@@ -543,9 +545,31 @@ mod tests {
             Case {
                 deadline_ms: Some(1_000),
                 proposed: sleep(120_000, SleepSource::RetryAfter),
-                expected: Ok(RunOutcome::Deadline),
+                // A server's wait is never shortened: the run gives up.
+                expected: Ok(RunOutcome::Exhausted),
                 status: Some(ExitStatus::Code(3)),
                 ..case("Retry-After past the deadline", exited(3), Class::Transient)
+            },
+            Case {
+                deadline_ms: Some(1_000),
+                proposed: sleep(120_000, SleepSource::Backoff),
+                expected: Ok(RunOutcome::Deadline),
+                status: Some(ExitStatus::Code(3)),
+                ..case("a backoff past the deadline", exited(3), Class::Transient)
+            },
+            Case {
+                proposed: Proposal::Refused {
+                    asker: "Retry-After",
+                    wait: Duration::from_secs(400),
+                    limit: Duration::from_secs(300),
+                },
+                expected: Ok(RunOutcome::Exhausted),
+                status: Some(ExitStatus::Code(3)),
+                ..case(
+                    "Retry-After past --max-retry-after",
+                    exited(3),
+                    Class::Throttled,
+                )
             },
             Case {
                 deadline_ms: Some(1_000),
@@ -695,7 +719,7 @@ mod tests {
                 case.class,
                 limits,
                 now,
-                case.proposed,
+                &case.proposed,
             );
             match (step, case.expected) {
                 (Step::Done(Done { end, .. }), Ok(expected)) => {
@@ -704,7 +728,12 @@ mod tests {
                 }
                 (Step::Sleep { sleep, source }, Err(expected)) => {
                     assert_eq!(source, expected, "{}", case.name);
-                    assert_eq!(sleep, case.proposed.0, "{}", case.name);
+                    assert_eq!(
+                        Ok((sleep, source)),
+                        sleep_of(&case.proposed),
+                        "{}",
+                        case.name
+                    );
                 }
                 (step, expected) => panic!("{}: got {step:?}, expected {expected:?}", case.name),
             }
@@ -726,12 +755,28 @@ mod tests {
             Class::Transient,
             limits,
             now,
-            sleep(120_000, SleepSource::RetryAfter),
+            &sleep(120_000, SleepSource::Backoff),
         );
         let Step::Done(Done { detail, .. }) = step else {
             panic!("expected the run to end")
         };
         assert_eq!(detail, "the next sleep (2m) would end past it; exit 7");
+        let asked = next_step(
+            1,
+            &exited(7),
+            Class::Transient,
+            limits,
+            now,
+            &sleep(120_000, SleepSource::RetryAfter),
+        );
+        let Step::Done(Done { detail, .. }) = asked else {
+            panic!("expected the run to end")
+        };
+        assert!(
+            detail.starts_with("Retry-After asked for 2m, which would end ")
+                && detail.ends_with(" past --max-time: not retrying (a --max-time that much longer would wait for it); exit 7"),
+            "{detail}"
+        );
     }
 
     #[test]
@@ -756,13 +801,13 @@ mod tests {
             Step::Done(done) => done.detail,
             Step::Sleep { .. } => panic!("expected the run to end"),
         };
-        let failed = next_step(7, &exited(2), Class::Transient, limits, now, proposed);
+        let failed = next_step(7, &exited(2), Class::Transient, limits, now, &proposed);
         assert_eq!(detail(failed), "exit 2 on run 7, after 6 runs that passed");
         let limits = Limits {
             max_attempts: Some(1),
             ..limits
         };
-        let passed = next_step(1, &exited(0), Class::Success, limits, now, proposed);
+        let passed = next_step(1, &exited(0), Class::Success, limits, now, &proposed);
         assert_eq!(detail(passed), "all 1 run passed");
     }
 
@@ -824,7 +869,7 @@ mod tests {
             Class::Transient,
             limits,
             Instant::now(),
-            proposed,
+            &proposed,
         );
         let Step::Done(done) = step else {
             panic!("expected the run to end")
@@ -943,7 +988,7 @@ mod tests {
                 },
                 limits,
                 Instant::now(),
-                sleep(250, SleepSource::Backoff),
+                &sleep(250, SleepSource::Backoff),
             )
         };
         // 1 and 2 in a row: another attempt, after the proposed delay; the
@@ -954,7 +999,7 @@ mod tests {
             assert_eq!(
                 decision.step,
                 Step::Sleep {
-                    sleep: sleep(250, SleepSource::Backoff).0,
+                    sleep: sleep_of(&sleep(250, SleepSource::Backoff)).unwrap().0,
                     source: SleepSource::Backoff
                 }
             );
@@ -1042,7 +1087,7 @@ mod tests {
             attempt,
             limits,
             Instant::now(),
-            sleep(0, SleepSource::Backoff),
+            &sleep(0, SleepSource::Backoff),
         )
     }
 

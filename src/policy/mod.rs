@@ -7,5 +7,6 @@
 pub mod backoff;
 pub(crate) mod classify;
 pub(crate) mod decision;
+pub(crate) mod next_sleep;
 pub(crate) mod rules;
 pub(crate) mod server_wait;

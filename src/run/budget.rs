@@ -5,10 +5,8 @@
 use std::time::Instant;
 
 use super::Run;
-use super::judge::Judged;
 use crate::budget::Withdrawal;
-use crate::policy::classify::Class;
-use crate::policy::decision::{self, Done};
+use crate::policy::decision::BudgetAnswer;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::{Guard, Reporter};
 use crate::state::store::{Interrupted, Patience};
@@ -40,60 +38,41 @@ impl Run<'_> {
         }
     }
 
-    /// `--budget`, before the retry after `attempt`: `Some` when the run
-    /// ends instead: the budget has no whole token, or a signal to retry or
-    /// `--max-time` cut the wait for its store short. `--until-failure`
-    /// repeats are no retries: they take nothing; nor does an attempt that
-    /// confirms a success (`--successes`).
-    pub(super) fn budget_refuses(
+    /// `--budget`: a token for the retry to come, as the store answered
+    /// (`None`: no budget in force, or its store failed earlier). A signal
+    /// to retry that arrived while the store was asked is the answer: the
+    /// store's own is moot then. What the answer means is `decision`'s.
+    pub(super) fn withdraw(
         &mut self,
-        attempt: u64,
-        judged: &Judged,
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
-    ) -> Option<Done> {
+    ) -> Option<(String, BudgetAnswer)> {
         let budget = self.state.budget?;
-        if self.setup.limits.until_failure || judged.verdict.class == Class::Success {
-            return None;
-        }
         let started = Instant::now();
         let asked = budget.withdraw(self.patience());
-        if let Some(signal) = signals::pending_signal(&mut signals.events) {
-            return Some(Done::interrupted(signal));
-        }
-        let ending = &judged.outcome.ending;
-        let during = format!("while asking retry budget {}", budget.name);
-        if let Some(done) = decision::out_of_time(
-            attempt + 1,
-            ending,
-            self.setup.limits,
-            Instant::now(),
-            &during,
-        ) {
-            // Whatever the store said, no retry fits any more.
-            return Some(done);
-        }
-        match asked {
-            Ok((withdrawal, warnings)) => {
-                for warning in warnings {
-                    reporter.lasting_warning("budget", &warning);
-                }
-                let took = started.elapsed();
-                match withdrawal {
-                    Withdrawal::Taken { left } => {
-                        reporter.budget(&budget.name, "withdraw", left, took);
-                        None
+        let answer = if let Some(signal) = signals::pending_signal(&mut signals.events) {
+            BudgetAnswer::Interrupted(signal)
+        } else {
+            match asked {
+                Ok((withdrawal, warnings)) => {
+                    for warning in warnings {
+                        reporter.lasting_warning("budget", &warning);
                     }
-                    Withdrawal::Refused { tokens } => {
-                        Some(Done::budget_exhausted(&budget.name, tokens, ending))
+                    match withdrawal {
+                        Withdrawal::Taken { left } => {
+                            reporter.budget(&budget.name, "withdraw", left, started.elapsed());
+                            BudgetAnswer::Taken { left }
+                        }
+                        Withdrawal::Refused { tokens } => BudgetAnswer::Refused { tokens },
                     }
                 }
+                Err(err) => {
+                    self.budget_failed(&err, reporter);
+                    BudgetAnswer::Unusable
+                }
             }
-            Err(err) => {
-                self.budget_failed(&err, reporter);
-                None
-            }
-        }
+        };
+        Some((budget.name.clone(), answer))
     }
 
     /// The budget's store failed: say so once (also under `-q`); retries

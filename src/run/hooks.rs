@@ -5,26 +5,25 @@ use std::ffi::OsStr;
 use std::time::Instant;
 
 use super::Run;
-use super::judge::child_env;
+use super::one_attempt::child_env;
 use crate::cli::config::GIVE_UP_LIMIT;
 use crate::outcome::Ending;
-use crate::policy::decision::{self, Done, End};
+use crate::policy::decision::{self, End, GiveUpHook};
 use crate::process::signals::{self, SignalEvents};
 use crate::report::Reporter;
-use crate::run::hook::{self, Hook, HookRun};
+use crate::run::hook_process::{self, Hook, HookRun};
 use crate::text::{sanitize_line, shell_word};
 
 impl Run<'_> {
-    /// `--on-retry`, before attempt `next` (after the sleep): `Some` when
-    /// the run ends instead (a signal, or `--max-time` ran out meanwhile).
-    /// It is bounded like an attempt, by `--timeout` and `--max-time`.
+    /// `--on-retry`, before attempt `next` (after the sleep): how it ended
+    /// (`None`: no hook). It is bounded like an attempt, by `--timeout` and
+    /// `--max-time`; what its ending means is `decision::after_hook`'s.
     pub(super) fn on_retry(
         &mut self,
         next: u64,
         previous: &Ending,
         signals: &mut SignalEvents,
-        reporter: &mut Reporter,
-    ) -> Option<Done> {
+    ) -> Option<HookRun> {
         let setup = &self.setup;
         let config = setup.config;
         let command = config.hooks.on_retry.as_ref()?;
@@ -46,15 +45,21 @@ impl Run<'_> {
             deadline: setup.attempt_deadline(),
             kill_after: config.kill_after,
         };
-        let ran = hook::run(hook, &mut signals.events);
-        let ends = decision::after_hook(next, previous, &ran.ending, setup.limits, Instant::now());
-        let then = if ends.is_some() {
+        Some(hook_process::run(hook, &mut signals.events))
+    }
+
+    /// Say how `--on-retry` went; `run_ends`: the decision ends the run on
+    /// it.
+    pub(super) fn report_on_retry(&self, ran: &HookRun, run_ends: bool, reporter: &mut Reporter) {
+        let Some(command) = self.setup.config.hooks.on_retry.as_ref() else {
+            return;
+        };
+        let then = if run_ends {
             "no retry follows: the run ends"
         } else {
             "retrying anyway"
         };
-        report_hook("on-retry", command, &ran, reporter, then);
-        ends
+        report_hook("on-retry", command, ran, reporter, then);
     }
 
     /// `--on-give-up`, once the run has failed (not under `--until-failure`,
@@ -99,22 +104,16 @@ impl Run<'_> {
             ("RETRY_RUN_ID", self.setup.id.as_str().into()),
         ];
         let limit = config.timeout.unwrap_or(GIVE_UP_LIMIT);
-        // It runs after the run's own deadline, but never past an outer
-        // run's (which it inherits as RETRY_DEADLINE).
-        let deadline = [
-            Some(Instant::now() + limit),
-            config.outer_deadline.map(|outer| outer.at),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        if deadline.is_some_and(|at| at <= Instant::now()) {
+        let outer = config.outer_deadline.map(|outer| outer.at);
+        let GiveUpHook::Runs { until: deadline } =
+            decision::give_up_hook(limit, outer, Instant::now())
+        else {
             reporter.warning(
                 "hook",
                 "--on-give-up not run: the outer run's deadline (RETRY_DEADLINE) has passed",
             );
             return None;
-        }
+        };
         let hook = Hook {
             command,
             env,
@@ -122,7 +121,7 @@ impl Run<'_> {
             deadline,
             kill_after: config.kill_after,
         };
-        let ran = hook::run(hook, &mut signals.events);
+        let ran = hook_process::run(hook, &mut signals.events);
         report_hook(
             "on-give-up",
             command,

@@ -1,36 +1,38 @@
-//! The run: set-up, then attempts until the policy's decision
-//! ([`decision::after_attempt`]) ends it; one exit path reports it, with
-//! the exit status [`End::exit_status`] chooses.
+//! The run: set-up, then the schedule of attempts until the policy's
+//! decision ends it; one exit path reports it, with the exit status
+//! [`End::exit_status`] chooses.
 //!
-//! A file per job: `setup` (what a run sets up once, and says before its
-//! first attempt), `attempts` (the loop: splay, attempt, decision, sleep),
-//! `judge` (one attempt started and judged), `sleep` (how long the next
-//! sleep is, and why), `output` (what became of the command's stdout: lost
-//! output, delivery at the end), `budget` and `hooks` (the run's side of
-//! `--budget`, `--on-retry` and `--on-give-up`). Below them: `attempt`
-//! wires one attempt's process and pipes, `pump` passes a stream on and
-//! feeds the scanner, `deliver` holds stdout for `--buffer-stdout` and
-//! `-o`, `hint`, `hook` and `stdin` do what they are named after.
+//! `policy` decides, this room carries out. A file per seam:
+//! - `setup`: what a run sets up once, and says before its first attempt;
+//! - `schedule`: the loop (splay, attempt, decision, sleep), which carries
+//!   out `policy`'s decisions through `Effects`, unit-tested with a script
+//!   of attempts on a fake clock; `effects`: those effects, for real;
+//! - `one_attempt`: one attempt started and judged (`classify`);
+//!   `wiring`: its process and pipes; `pump`: a stream passed on and fed to
+//!   the scanner; `stdin`, `hint`, `deliver` (`--buffer-stdout`, `-o`),
+//!   `output` (lost output, the delivery at the end);
+//! - `budget` and `hooks`: the run's side of `--budget`, `--on-retry` and
+//!   `--on-give-up`; `hook_process`: a hook's process.
 //!
 //! Every wait (the splay, the backoff, a hook) is on the signal self-pipe,
 //! so a signal cuts it short at once; the retry budget's store, which
 //! cannot watch the pipe, gives way to a signal within 50 ms and never
 //! outlasts `--max-time`.
 
-mod attempt;
-mod attempts;
 mod budget;
 pub(crate) mod deliver;
+mod effects;
 mod hint;
-mod hook;
+mod hook_process;
 mod hooks;
 mod io_error;
-mod judge;
+mod one_attempt;
 mod output;
 mod pump;
+mod schedule;
 mod setup;
-mod sleep;
 pub(crate) mod stdin;
+mod wiring;
 
 use std::time::Instant;
 
@@ -46,10 +48,10 @@ use crate::process::signals::{self, SignalEvents};
 use crate::report::{DoneRecord, Reporter};
 use crate::run::deliver::HeldStdout;
 use crate::run::stdin::StdinSource;
-use attempts::Ended;
 use hint::HintFile;
 pub(crate) use io_error::error_text;
 use output::Lost;
+use schedule::Ended;
 pub(crate) use setup::new_run_id;
 
 /// A run: what it set up once, the files its attempts use, and what
@@ -113,12 +115,22 @@ pub(crate) fn run(
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id, budget)?;
     run.announce(reporter);
+    let plan = run.plan();
+    let mut backoff = config.policy.sleeps();
     let Ended {
         done,
         attempts,
         last_ending,
         in_a_row,
-    } = run.attempts(signals, reporter)?;
+    } = schedule::run(
+        &plan,
+        &mut backoff,
+        &mut effects::Working {
+            run: &mut run,
+            signals,
+            reporter,
+        },
+    )?;
     let Done {
         mut end,
         mut detail,

@@ -9,10 +9,10 @@ use super::Run;
 use crate::policy::decision::End;
 use crate::process::signals;
 use crate::report::Reporter;
-use crate::run::attempt::{LostOutput, Stream};
 use crate::run::deliver::HeldStdout;
 use crate::run::error_text;
 use crate::run::stdin::StdinSource;
+use crate::run::wiring::{LostOutput, Stream};
 
 /// Output the attempts could not write on.
 #[derive(Default)]

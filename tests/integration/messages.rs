@@ -203,14 +203,14 @@ fn a_delay_asked_by_the_hint_file_is_said_to_come_from_it() {
 }
 
 #[test]
-fn a_retry_after_longer_than_the_limit_is_not_obeyed() {
+fn a_retry_after_longer_than_the_limit_ends_the_run_at_once_naming_it() {
     let hint = "echo retry-after=99y > \"$RETRY_HINT_FILE\"; exit 1";
     let header = "printf 'HTTP/1.1 503\\nRetry-After: Fri, 31 Dec 9999 23:59:59 GMT\\n'; exit 1";
-    for body in [hint, header] {
+    for (body, asker) in [(hint, "the hint file"), (header, "Retry-After")] {
         let started = std::time::Instant::now();
         let (out, events) = json_run(&[
             "-n",
-            "2",
+            "3",
             "-d",
             "10ms",
             "--retry-after",
@@ -221,20 +221,25 @@ fn a_retry_after_longer_than_the_limit_is_not_obeyed() {
             body,
         ]);
         assert!(started.elapsed() < Duration::from_secs(10), "{body}");
+        // The command's status; never answered by a shorter sleep.
         assert_eq!(out.status.code(), Some(1));
+        assert!(!events.iter().any(|e| e["event"] == "sleep"), "{events:?}");
+        let done = events.iter().find(|e| e["event"] == "done").unwrap();
+        assert_eq!(
+            (&done["outcome"], &done["attempts"]),
+            (&"exhausted".into(), &1.into())
+        );
         let warning = events
             .iter()
             .find(|e| e["event"] == "warning" && e["kind"] == "retry-after")
             .unwrap_or_else(|| panic!("{body}: {events:?}"));
+        let detail = warning["message"].as_str().unwrap();
         assert!(
-            warning["message"]
-                .as_str()
-                .unwrap()
-                .contains("--max-retry-after 5m"),
-            "{warning}"
+            detail.starts_with(&format!("{asker} asked for "))
+                && detail
+                    .contains("longer than --max-retry-after 5m: not retrying (--max-retry-after "),
+            "{detail}"
         );
-        let sleep = events.iter().find(|e| e["event"] == "sleep").unwrap();
-        assert_eq!(sleep["source"], "backoff");
     }
     // Within the limit it is obeyed.
     let (_, events) = json_run(&[
@@ -498,14 +503,12 @@ fn a_json_usage_error_has_no_tip() {
 }
 
 #[test]
-fn a_retry_after_not_obeyed_is_said_only_when_a_retry_follows() {
-    // After the last attempt there is no backoff to fall back on: the
-    // warning "backing off instead" would say what does not happen.
+fn a_refused_wait_is_said_only_when_a_retry_would_follow() {
+    // The last attempt gives up with its own words: a wait nothing follows
+    // is nobody's business.
     let (out, events) = json_run(&[
         "-n",
-        "2",
-        "-d",
-        "1ms",
+        "1",
         "--retry-after",
         "--scan-stdout",
         "--",
@@ -514,9 +517,14 @@ fn a_retry_after_not_obeyed_is_said_only_when_a_retry_follows() {
         "printf 'HTTP/1.1 503\\nRetry-After: 3600\\n'; exit 1",
     ]);
     assert_eq!(out.status.code(), Some(1));
-    let warnings = events
-        .iter()
-        .filter(|e| e["event"] == "warning" && e["kind"] == "retry-after")
-        .count();
-    assert_eq!(warnings, 1, "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "warning" && e["kind"] == "retry-after"),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.iter().find(|e| e["event"] == "done").unwrap()["outcome"],
+        "exhausted"
+    );
 }

@@ -236,9 +236,11 @@ fn retry_after_wins_over_the_rate_limit_fields_and_the_last_response_counts() {
 }
 
 #[test]
-fn a_wait_longer_than_max_retry_after_is_not_obeyed_and_the_warning_names_the_header() {
+fn a_wait_longer_than_max_retry_after_ends_the_run_naming_the_header_and_the_flag() {
+    // GitHub's reset 10 minutes ahead, with --max-retry-after 2s: the run
+    // gives up at once with curl's own status, never asks again sooner.
     let reset = epoch_now() + 600;
-    let (port, _) = fails_once(
+    let (port, served) = fails_once(
         "429 Too Many Requests",
         format!("x-ratelimit-remaining: 0\r\nx-ratelimit-reset: {reset}\r\n"),
     );
@@ -253,16 +255,27 @@ fn a_wait_longer_than_max_retry_after_is_not_obeyed_and_the_warning_names_the_he
         ],
         port,
     );
-    assert!(out.status.success(), "{events:?}");
+    assert_eq!(out.status.code(), Some(22), "{events:?}");
     assert!(took < Duration::from_secs(20), "{took:?}");
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+    assert!(!events.iter().any(|e| e["event"] == "sleep"), "{events:?}");
+    assert_eq!(event(&events, "done")["outcome"], "exhausted");
     let warning = event(&events, "warning");
-    let message = warning["message"].as_str().unwrap();
+    assert_eq!(warning["kind"], "retry-after");
+    let detail = warning["message"].as_str().unwrap();
     assert!(
-        message.starts_with("X-RateLimit-Reset asked for ")
-            && message.contains("longer than --max-retry-after 2s: not obeyed"),
-        "{warning}"
+        detail.starts_with("X-RateLimit-Reset asked for ")
+            && detail
+                .contains("longer than --max-retry-after 2s: not retrying (--max-retry-after "),
+        "{detail}"
     );
-    assert_eq!(event(&events, "sleep")["source"], "backoff");
+    // --give-up-exit applies: it gave up on a transient failure.
+    let (port, _) = fails_once(
+        "429 Too Many Requests",
+        format!("x-ratelimit-remaining: 0\r\nx-ratelimit-reset: {reset}\r\n"),
+    );
+    let (out, _, _) = curl_json(&["--max-retry-after", "2s", "--give-up-exit", "75"], port);
+    assert_eq!(out.status.code(), Some(75));
 }
 
 #[test]
@@ -379,7 +392,15 @@ fn explain_and_v_show_throttle_delay_and_a_bad_one_is_a_usage_error() {
         .success()
         .stdout(predicate::str::contains("throttle-delay 2s"))
         .stdout(predicate::str::contains(
-            "the ceiling grows from --throttle-delay 2s instead of --delay (first ceilings 2s, 4s, 8s, ...)",
+            "the ceiling grows from the larger of --delay and --throttle-delay: --throttle-delay 2s (first ceilings 2s, 4s, 8s, ...)",
+        ));
+    // A floor, not a replacement: a larger --delay wins for a 429 too.
+    retry()
+        .args(["--explain", "-d", "5s", "--throttle-delay", "2s"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "--delay 5s (--throttle-delay 2s is only a floor) (first ceilings 5s, 10s, 20s, ...)",
         ));
     retry()
         .args(["-v", "-n", "1", "--", "true"])

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Done, End, Limits, Step, failure_detail, runs};
+use super::{Done, End, Limits, Step, failure_detail, runs, sleep_of};
 use crate::outcome::Ending;
-use crate::outcome::{RunOutcome, SleepSource};
-use crate::policy::backoff::Sleep;
+use crate::outcome::RunOutcome;
 use crate::policy::classify::Class;
+use crate::policy::next_sleep::Proposal;
 use crate::values::human;
 
 /// `--successes N`: a success short of N in a row does not end the run;
@@ -20,7 +20,7 @@ pub(super) fn confirm_success(
     ending: &Ending,
     limits: Limits,
     now: Instant,
-    proposed: (Sleep, SleepSource),
+    proposed: &Proposal,
 ) -> Step {
     let short = |end: &str| {
         format!(
@@ -35,7 +35,15 @@ pub(super) fn confirm_success(
             detail: short(""),
         });
     }
-    let (sleep, source) = proposed;
+    let (sleep, source) = match sleep_of(proposed) {
+        Ok(sleep) => sleep,
+        Err(refused) => {
+            return Step::Done(Done {
+                end: End::failed(RunOutcome::Exhausted, ending),
+                detail: short(&format!("{refused}; ")),
+            });
+        }
+    };
     let wake = now + sleep.delay.min(Duration::from_secs(u32::MAX.into()));
     if limits.deadline.is_some_and(|deadline| wake >= deadline) {
         let end = format!(
@@ -62,7 +70,7 @@ pub(super) fn next_repeat(
     class: Class,
     limits: Limits,
     now: Instant,
-    proposed: (Sleep, SleepSource),
+    proposed: &Proposal,
 ) -> Step {
     let past_deadline = |at: Instant| limits.deadline.is_some_and(|deadline| at >= deadline);
     let before = attempt.saturating_sub(1);
@@ -88,7 +96,15 @@ pub(super) fn next_repeat(
     if limits.max_attempts.is_some_and(|max| attempt >= max) {
         return Step::Done(Done::passed(format!("all {} passed", runs(attempt))));
     }
-    let (sleep, source) = proposed;
+    let (sleep, source) = match sleep_of(proposed) {
+        Ok(sleep) => sleep,
+        Err(refused) => {
+            return Step::Done(Done::passed(format!(
+                "all {} passed; {refused}",
+                runs(attempt)
+            )));
+        }
+    };
     if past_deadline(now + sleep.delay.min(Duration::from_secs(u32::MAX.into()))) {
         return Step::Done(Done::passed(format!(
             "all {} passed; the next sleep ({}) would end past --max-time",

@@ -13,9 +13,9 @@ use crate::policy::server_wait;
 use crate::process::signals::SignalEvents;
 use crate::process::{ChildIo, Launch};
 use crate::report::Reporter;
-use crate::run::attempt::{self, AttemptSpec, Outcome, OutputPlan};
 use crate::run::deliver::HeldStdout;
 use crate::run::hint::{HintContent, HintFile};
+use crate::run::wiring::{self, AttemptSpec, Outcome, OutputPlan};
 use crate::scan::Response;
 
 /// One attempt, judged.
@@ -72,7 +72,7 @@ impl Run<'_> {
             stdout_spool: files.held.as_ref().map(HeldStdout::file),
         };
         let stdin = files.stdin.for_attempt()?;
-        let outcome = attempt::run(spec, &output, stdin, &mut signals.events)?;
+        let outcome = wiring::run(spec, &output, stdin, &mut signals.events)?;
         reporter.child_left_line_open(outcome.stderr_mid_line);
         if let Some(problem) = &outcome.stdin_error {
             reporter.warning("stdin", problem);
