@@ -7,33 +7,30 @@ use std::path::Path;
 use crate::outcome::ProcessEnd;
 
 /// The command could not be started: its status and message, from the
-/// errno the spawn gave.
+/// errno the spawn gave. The message says what a person can do about it:
+/// a name not found on PATH from a path that does not exist, a directory
+/// from a file without its execute bit (`chmod +x`), and a `#!` line that
+/// ends in a carriage return (a script saved with CRLF line ends).
 pub(super) fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> ProcessEnd {
-    // The name as a message can show it: one line, control characters
-    // escaped, and an empty one visible.
-    let name = if program.is_empty() {
-        "'' (an empty command name)".to_string()
-    } else {
-        crate::text::sanitize_line(&program.to_string_lossy(), 200)
-    };
+    let name = shown(program);
+    let path = Path::new(program);
+    let has_slash = program.as_encoded_bytes().contains(&b'/');
     let (status, message) = match err.raw_os_error() {
         Some(libc::ENOENT) => {
-            let has_slash = name.contains('/');
-            if has_slash && !name.starts_with('/') && std::env::current_dir().is_err() {
+            if has_slash && !path.is_absolute() && std::env::current_dir().is_err() {
                 (
                     125,
                     format!("{name}: the working directory no longer exists"),
                 )
-            } else if has_slash && Path::new(program).exists() {
-                (
-                    127,
-                    format!("{name}: bad interpreter (the #! line names a missing program)"),
-                )
+            } else if has_slash && path.exists() {
+                (127, format!("{name}: {}", bad_interpreter(path)))
+            } else if has_slash {
+                (127, format!("{name}: no such file"))
             } else {
-                (127, format!("{name}: command not found"))
+                (127, format!("{name}: command not found on PATH"))
             }
         }
-        Some(libc::EACCES) => (126, format!("{name}: permission denied")),
+        Some(libc::EACCES) => (126, format!("{name}: {}", why_not_executable(path))),
         Some(libc::E2BIG) => (126, format!("{name}: argument list too long")),
         Some(libc::ENOEXEC) => (
             126,
@@ -65,6 +62,51 @@ pub(super) fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Pr
         status,
         message,
         transient,
+    }
+}
+
+/// The command's name as a message shows it: quoted as a shell would take
+/// it back (`'curlx'`), on one line, control characters escaped, and an
+/// empty one visible.
+fn shown(program: &std::ffi::OsStr) -> String {
+    if program.is_empty() {
+        return "'' (an empty command name)".to_string();
+    }
+    let word = crate::text::shell_word(program);
+    let word = if word.starts_with('\'') || word.starts_with("$'") {
+        word
+    } else {
+        format!("'{word}'")
+    };
+    crate::text::sanitize_line(&word, 200)
+}
+
+/// A file that exists but could not be found to run: its `#!` line names
+/// a program that is not there; a carriage return at the end of it (CRLF
+/// line ends) is the usual cause, and named.
+fn bad_interpreter(path: &Path) -> String {
+    let mut first = [0u8; 256];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut first))
+        .unwrap_or(0);
+    let line = first[..read].split(|&b| b == b'\n').next().unwrap_or(&[]);
+    if line.starts_with(b"#!") && line.ends_with(b"\r") {
+        return "bad interpreter: the #! line ends in a carriage return (the script has CRLF line ends: dos2unix, or sed -i 's/\\r$//')".to_string();
+    }
+    "bad interpreter (the #! line names a missing program)".to_string()
+}
+
+/// Why a file the kernel would not execute (EACCES) is not executable: a
+/// directory, a file without its execute bit, or a permission further up.
+fn why_not_executable(path: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => "is a directory, not a program".to_string(),
+        Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 == 0 => format!(
+            "permission denied: the file is not executable (chmod +x {})",
+            crate::text::shell_word(path.as_os_str())
+        ),
+        _ => "permission denied".to_string(),
     }
 }
 

@@ -46,7 +46,9 @@ fn a_missing_command_is_127_at_once_without_retrying() {
         .args(["-n", "5", "-d", "5s", "--", "/nonexistent/command"])
         .assert()
         .code(127)
-        .stderr(predicate::str::contains("command not found"));
+        .stderr(predicate::str::contains(
+            "'/nonexistent/command': no such file",
+        ));
     assert!(started.elapsed() < Duration::from_secs(3));
     retry()
         .env("PATH", "/nowhere")

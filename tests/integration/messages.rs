@@ -528,3 +528,42 @@ fn a_refused_wait_is_said_only_when_a_retry_would_follow() {
         "exhausted"
     );
 }
+
+#[test]
+fn a_command_that_cannot_start_says_what_to_do_about_it() {
+    let dir = scratch();
+    let crlf = dir.path().join("crlf.sh");
+    std::fs::write(&crlf, "#!/bin/sh\r\necho hi\r\n").unwrap();
+    let plain = dir.path().join("plain.sh");
+    std::fs::write(&plain, "#!/bin/sh\necho hi\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&crlf, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    for (command, status, says) in [
+        ("curlx", 127, "'curlx': command not found on PATH"),
+        ("./missing.sh", 127, "'./missing.sh': no such file"),
+        (
+            "./crlf.sh",
+            127,
+            "'./crlf.sh': bad interpreter: the #! line ends in a carriage return",
+        ),
+        (
+            "./plain.sh",
+            126,
+            "'./plain.sh': permission denied: the file is not executable (chmod +x ./plain.sh)",
+        ),
+        ("./tools", 126, "'./tools': is a directory, not a program"),
+    ] {
+        let out = retry_std()
+            .args(["-n", "1", "--", command])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let (_, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(status), "{command}: {stderr}");
+        assert!(stderr.contains(says), "{command}: {stderr}");
+    }
+}
