@@ -205,6 +205,9 @@ trait Sink {
     fn circuit_open(&mut self, _message: &str, _exit_code: i32, _elapsed: Duration) {}
     fn done(&mut self, _record: &DoneRecord) {}
     fn hook(&mut self, _which: &str, _command: &str, _ending: &Ending, _duration: Duration) {}
+    /// The run is `--until-failure`: its passing runs are counted, not
+    /// said one by one.
+    fn hunting(&mut self) {}
 }
 
 /// Retry's own messages, handed to every sink that the settings call for.
@@ -300,6 +303,11 @@ impl Reporter {
         for problem in steps.write(exit_code, outcome, attempts, elapsed) {
             self.warning("ci", &problem);
         }
+    }
+
+    /// The run is `--until-failure` (before its first attempt).
+    pub(crate) fn hunting(&mut self) {
+        self.each(|sink| sink.hunting());
     }
 
     /// Retry's own errors: shown even with `-q`.

@@ -51,6 +51,28 @@ pub(crate) struct TextSink<W> {
     command: String,
     /// The time stamped on a log file's lines.
     clock: fn() -> SystemTime,
+    /// `--until-failure`: the passing runs counted, and when a line last
+    /// said so.
+    hunt: Option<Hunt>,
+}
+
+/// How long `--until-failure` stays quiet about passing runs between two
+/// progress lines (it would print thousands a second).
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+struct Hunt {
+    passed: u64,
+    since: SystemTime,
+    said: SystemTime,
+}
+
+/// `1 run`, `3 runs`.
+fn plural_runs(count: u64) -> String {
+    if count == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{count} runs")
+    }
 }
 
 /// The attempt died of SIGPIPE: its reader went away on purpose
@@ -67,6 +89,7 @@ impl<W: Write> TextSink<W> {
             annotations,
             command: String::new(),
             clock: SystemTime::now,
+            hunt: None,
         }
     }
 
@@ -228,7 +251,35 @@ impl<W: Write> Sink for TextSink<W> {
         }
     }
 
+    fn hunting(&mut self) {
+        let now = (self.clock)();
+        self.hunt = Some(Hunt {
+            passed: 0,
+            since: now,
+            said: now,
+        });
+    }
+
     fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
+        let quiet = self.quiet();
+        let now = (self.clock)();
+        if record.outcome == Class::Success
+            && let Some(hunt) = &mut self.hunt
+        {
+            // A passing run of the hunt: a progress line now and then.
+            hunt.passed += 1;
+            let due = now.duration_since(hunt.said).unwrap_or_default() >= PROGRESS_EVERY;
+            if due && !quiet {
+                hunt.said = now;
+                let line = format!(
+                    "--until-failure: {} passed so far, in {}",
+                    plural_runs(hunt.passed),
+                    human(now.duration_since(hunt.since).unwrap_or_default())
+                );
+                self.say(DIM, &line);
+            }
+            return;
+        }
         if self.quiet() || reader_went_away(record.signal, record.timed_out) {
             return;
         }
@@ -275,7 +326,8 @@ impl<W: Write> Sink for TextSink<W> {
     }
 
     fn done(&mut self, record: &DoneRecord) {
-        if self.quiet() {
+        // A hunt's result is what it was run for: said under -q too.
+        if self.quiet() && !record.until_failure {
             return;
         }
         if reader_went_away(record.signal, record.timed_out) {
@@ -454,6 +506,28 @@ mod tests {
                     "{ci:?} color={color} log={log_file}: {bad:?} in {text:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_hunt_counts_its_passing_runs_quietly_and_says_its_result_even_under_quiet() {
+        for verbosity in [Verbosity::Normal, Verbosity::Quiet] {
+            let mut sink = sink(verbosity);
+            sink.clock = noon;
+            sink.hunting();
+            for n in 1..=1000 {
+                sink.attempt(&attempt_record(n, Class::Success), Some(&sleep_record(n)));
+            }
+            assert_eq!(sink.hunt.as_ref().unwrap().passed, 1000);
+            assert_eq!(written(&sink.out), "", "{verbosity:?}");
+            let mut hunted = done_record(RunOutcome::Success, 1000);
+            hunted.until_failure = true;
+            hunted.detail = "all 1000 runs passed".into();
+            sink.done(&hunted);
+            assert!(
+                written(&sink.out).contains("--until-failure: all 1000 runs passed"),
+                "{verbosity:?}"
+            );
         }
     }
 

@@ -97,6 +97,9 @@ impl<'a> Run<'a> {
     pub(super) fn announce(&self, reporter: &mut Reporter) {
         let config = self.setup.config;
         reporter.set_deadline(self.setup.limits.deadline);
+        if config.hooks.until_failure {
+            reporter.hunting();
+        }
         // Words only `-v` shows: not formatted for nothing on every run.
         if config.report.verbosity == Verbosity::Verbose {
             reporter.policy(&crate::cli::explain::policy_line(config));
