@@ -20,3 +20,4 @@ pub(crate) mod spawn;
 pub(crate) mod thread;
 pub(crate) mod tmpfile;
 pub(crate) mod user;
+pub(crate) mod wait;
