@@ -16,6 +16,7 @@ mod handoff;
 mod hooks;
 mod hostile;
 mod house;
+mod house_proc;
 mod io;
 mod jobs;
 mod messages;
