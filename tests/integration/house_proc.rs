@@ -9,6 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::house::{blank, sources};
+
 /// Files (under `src/`) allowed to name `/proc` outside Linux-only code,
 /// and why.
 const ALLOWED: [(&str, &str); 3] = [
@@ -26,98 +28,6 @@ const ALLOWED: [(&str, &str); 3] = [
          reads /proc and is to be #[cfg(target_os = \"linux\")]",
     ),
 ];
-
-/// `code` with its comments blanked, and its string literals' insides too
-/// when `strings` is false; every character keeps its place (a blank for
-/// each), so that positions in one view are positions in the other.
-fn blank(code: &str, strings: bool) -> Vec<char> {
-    let chars: Vec<char> = code.chars().collect();
-    let mut out = chars.clone();
-    let mut at = 0;
-    let wipe = |out: &mut Vec<char>, from: usize, to: usize| {
-        for c in &mut out[from..to] {
-            if *c != '\n' {
-                *c = ' ';
-            }
-        }
-    };
-    while at < chars.len() {
-        let next = chars.get(at + 1).copied();
-        match chars[at] {
-            '/' if next == Some('/') => {
-                let end = (at..chars.len())
-                    .find(|&i| chars[i] == '\n')
-                    .unwrap_or(chars.len());
-                wipe(&mut out, at, end);
-                at = end;
-            }
-            '/' if next == Some('*') => {
-                let (mut depth, start) = (0, at);
-                while at < chars.len() {
-                    if chars[at] == '/' && chars.get(at + 1) == Some(&'*') {
-                        depth += 1;
-                        at += 2;
-                    } else if chars[at] == '*' && chars.get(at + 1) == Some(&'/') {
-                        depth -= 1;
-                        at += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        at += 1;
-                    }
-                }
-                wipe(&mut out, start, at.min(chars.len()));
-            }
-            'r' if matches!(next, Some('"' | '#'))
-                && !chars[..at]
-                    .last()
-                    .is_some_and(|c| c.is_alphanumeric() || *c == '_') =>
-            {
-                let hashes = chars[at + 1..].iter().take_while(|&&h| h == '#').count();
-                if chars.get(at + 1 + hashes) != Some(&'"') {
-                    at += 1;
-                    continue;
-                }
-                let start = at + hashes + 2;
-                let end: Vec<char> = std::iter::once('"')
-                    .chain(std::iter::repeat_n('#', hashes))
-                    .collect();
-                let mut stop = start;
-                while stop < chars.len() && !chars[stop..].starts_with(&end) {
-                    stop += 1;
-                }
-                if !strings {
-                    wipe(&mut out, start, stop);
-                }
-                at = stop + end.len();
-            }
-            '"' => {
-                let start = at + 1;
-                at = start;
-                while at < chars.len() && chars[at] != '"' {
-                    at += if chars[at] == '\\' { 2 } else { 1 };
-                }
-                if !strings {
-                    wipe(&mut out, start, at.min(chars.len()));
-                }
-                at += 1;
-            }
-            '\'' if next == Some('\\') || chars.get(at + 2) == Some(&'\'') => {
-                // A character literal ('x', '\n', '"'), not a lifetime.
-                let start = at + 1;
-                at = start;
-                while at < chars.len() && chars[at] != '\'' {
-                    at += if chars[at] == '\\' { 2 } else { 1 };
-                }
-                wipe(&mut out, start, at.min(chars.len()));
-                at += 1;
-            }
-            _ => at += 1,
-        }
-    }
-    out
-}
 
 /// Whether a `cfg` predicate holds only on Linux: `target_os = "linux"`,
 /// or an `all(...)` with such a part.
@@ -248,26 +158,6 @@ fn proc_paths(text: &str) -> Vec<usize> {
         }
     }
     found
-}
-
-/// Every source file under `src/`, relative to it, with its text.
-fn sources() -> Vec<(PathBuf, String)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    let mut pending = vec![src.clone()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                files.push((path.strip_prefix(&src).unwrap().to_path_buf(), text));
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 #[test]
