@@ -282,7 +282,9 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
             return End::RetryFailed.exit_status(None);
         }
     };
-    process::adopt_orphans();
+    if let Some(refused) = process::adopt_orphans() {
+        reporter.warning("processes", &refused);
+    }
     // While retry has one thread: the watchdog is a fork that runs on.
     if let Err(err) = process::watchdog::start() {
         reporter.warning(

@@ -23,13 +23,14 @@ mod tree;
 pub(crate) mod watchdog;
 
 use crate::outcome::{Ending, ProcessEnd};
+use crate::sys::process::Exit;
 use ending::not_started;
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitOptions};
+use rustix::process::{Pid, Signal, WaitOptions};
 
 use crate::process::signals::{Event, Events};
 
@@ -203,16 +204,11 @@ impl Running {
         if let Some(keeper) = &mut self.keeper {
             return keeper.ending();
         }
-        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-        match rustix::process::waitid(WaitId::Pid(self.pid), options) {
-            Ok(Some(status)) => match (status.exit_status(), status.terminating_signal()) {
-                (Some(code), _) => Some(ProcessEnd::Exited(code)),
-                (None, Some(signal)) => Some(ProcessEnd::Signaled(signal)),
-                // Stopped or continued, not ended: macOS's waitid reports
-                // those even when only exits are asked for (job control
-                // looks at them apart, `jobs`).
-                (None, None) => None,
-            },
+        // Stopped or continued is no end (job control looks at those
+        // apart, `jobs`).
+        match crate::sys::process::peek_exit(self.pid) {
+            Ok(Some(Exit::Code(code))) => Some(ProcessEnd::Exited(code)),
+            Ok(Some(Exit::Signal(signal))) => Some(ProcessEnd::Signaled(signal)),
             Ok(None) => None,
             // ECHILD cannot happen for our own unreaped child; do not hang.
             Err(_) => Some(ProcessEnd::Exited(255)),
@@ -323,8 +319,13 @@ impl Running {
 /// exits is reparented to us rather than to init, so we see it exit, and no
 /// zombie of it lingers in the attempt's group (some init processes are slow
 /// to reap). Call once at start.
-pub(crate) fn adopt_orphans() {
-    crate::sys::process::adopt_orphans();
+pub(crate) fn adopt_orphans() -> Option<String> {
+    crate::sys::process::adopt_orphans().map(|refused| {
+        format!(
+            "the system refused to let retry adopt what an attempt orphans ({}): such processes go to init, and are found only in retry's process group",
+            std::io::Error::from(refused)
+        )
+    })
 }
 
 /// Whether the processes an attempt starts can be found apart from retry's

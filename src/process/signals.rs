@@ -15,8 +15,9 @@ use std::time::Instant;
 
 use crate::sys::signal;
 use crate::sys::signal_pipe::{SENDER_KNOWN, SignalPipe};
+use crate::sys::wait::{Watch, wait};
 use anyhow::{Context, Result};
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::event::PollFlags;
 
 /// Whether a terminating signal has reached retry since [`install`] (the
 /// handlers raise a flag besides writing to the pipe). The signal itself is
@@ -118,24 +119,15 @@ impl Events {
             if let Some(event) = self.queued.pop_front() {
                 return Some(event);
             }
-            let timeout = match until {
-                Some(until) => {
-                    let left = until.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        // Still hand out what already arrived.
-                        self.collect();
-                        return self.queued.pop_front();
-                    }
-                    Some(Timespec::try_from(left).unwrap_or(Timespec {
-                        tv_sec: i64::MAX,
-                        tv_nsec: 0,
-                    }))
-                }
-                None => None,
-            };
-            let read = self.pipe.readable();
-            let mut fds = [PollFd::new(&read, PollFlags::IN)];
-            match poll(&mut fds, timeout.as_ref()) {
+            if until.is_some_and(|until| Instant::now() >= until) {
+                // Still hand out what already arrived.
+                self.collect();
+                return self.queued.pop_front();
+            }
+            // In slices of at most a day (`sys::wait`): macOS's poll
+            // refuses a timeout past 24.8 days.
+            let mut watch = [Watch::new(self.pipe.readable(), PollFlags::IN)];
+            match wait(&mut watch, until) {
                 Ok(0) => return None,
                 Ok(_) => self.collect(),
                 Err(rustix::io::Errno::INTR) => {}

@@ -210,10 +210,21 @@ mod tests {
             before: &[],
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let mut found = leftovers(&attempt, &[]);
+        // The shell's own children (other tests of this binary start
+        // children of the test process too: only these two are counted).
+        let below_sh = |found: &[Member]| {
+            found
+                .iter()
+                .filter(|m| {
+                    process::process_info(m.pid).is_some_and(|p| p.parent == attempt.child.unwrap())
+                })
+                .copied()
+                .collect::<Vec<Member>>()
+        };
+        let mut found = below_sh(&leftovers(&attempt, &[]));
         while found.len() < 2 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
-            found = leftovers(&attempt, &[]);
+            found = below_sh(&leftovers(&attempt, &[]));
         }
         assert_eq!(found.len(), 2, "{found:?}");
         for member in &found {

@@ -135,10 +135,12 @@ impl<'a> Run<'a> {
         if !self.setup.own_group && !crate::process::can_find_processes() {
             reporter.warning(
                 "processes",
-                "the process table cannot be read (/proc is missing or another PID \
-                 namespace's): in retry's process group (a terminal's foreground, \
-                 --foreground) only the command itself is terminated, not what it \
-                 started",
+                &format!(
+                    "the process table cannot be read ({}): in retry's process group (a \
+                     terminal's foreground, --foreground) only the command itself is \
+                     terminated, not what it started",
+                    crate::sys::process::UNREADABLE_TABLE
+                ),
             );
         }
     }

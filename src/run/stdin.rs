@@ -178,14 +178,10 @@ impl StdinSource {
 
 /// The writer is gone and nothing is left in the pipe.
 fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
-    let mut fds = [rustix::event::PollFd::new(&fd, PollFlags::IN)];
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    match rustix::event::poll(&mut fds, Some(&zero)) {
+    let mut watch = [crate::sys::wait::Watch::new(fd, PollFlags::IN)];
+    match crate::sys::wait::wait_for(&mut watch, std::time::Duration::ZERO) {
         Ok(_) => {
-            let ready = fds[0].revents();
+            let ready = watch[0].ready();
             ready.contains(PollFlags::HUP) && !ready.contains(PollFlags::IN)
         }
         Err(_) => false,

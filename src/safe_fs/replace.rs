@@ -192,9 +192,8 @@ impl Replacement {
                 .map_err(Trouble::failed(Step::Mode))?;
         }
         if self.options.durable {
-            self.file
-                .sync_all()
-                .map_err(|err| Trouble::Failed(Step::Sync, err))?;
+            crate::sys::fs::full_sync(self.file.as_fd())
+                .map_err(|err| Trouble::Failed(Step::Sync, err.into()))?;
         }
         let temp = if let Some(temp) = &self.named {
             temp.clone()
@@ -246,7 +245,7 @@ pub(crate) fn check(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<Stat>, T
 }
 
 /// The directory `dir` (which may be an `O_PATH` descriptor) synced, so
-/// that a rename in it is on disk.
+/// that a rename in it is on disk (`F_FULLFSYNC` on macOS: `sys::fs`).
 fn sync_dir(dir: BorrowedFd<'_>) -> rustix::io::Result<()> {
     let opened = rustix::fs::openat(
         dir,
@@ -254,7 +253,7 @@ fn sync_dir(dir: BorrowedFd<'_>) -> rustix::io::Result<()> {
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    rustix::fs::fsync(opened)
+    crate::sys::fs::full_sync(opened.as_fd())
 }
 
 #[cfg(test)]

@@ -9,11 +9,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::sys::fs::mode_bits;
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, OFlags};
 use rustix::io::Errno;
 
 use super::planted_by_another_user;
-use crate::sys::fs::DIR_STEP;
+use crate::sys::fs::open_dir_step;
 
 /// A symlink on the way to a directory that another user planted: not
 /// followed (see [`open_directory`]).
@@ -71,16 +71,17 @@ pub(super) struct Walk {
     links: usize,
 }
 
-const OPEN_PATH: OFlags = DIR_STEP.union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+/// A step of the walk: not through a symlink.
+const STEP: OFlags = OFlags::NOFOLLOW.union(OFlags::CLOEXEC);
 
 impl Walk {
     /// At `/` for an absolute `path`, else at the working directory.
     pub(super) fn start(path: &Path) -> io::Result<Walk> {
         let (here, shown) = if path.is_absolute() {
-            (rustix::fs::open("/", OPEN_PATH, Mode::empty())?, "/")
+            (open_dir_step(rustix::fs::CWD, OsStr::new("/"), STEP)?, "/")
         } else {
             let cwd = rustix::fs::CWD;
-            (rustix::fs::openat(cwd, ".", OPEN_PATH, Mode::empty())?, "")
+            (open_dir_step(cwd, OsStr::new("."), STEP)?, "")
         };
         Ok(Walk {
             here,
@@ -100,7 +101,7 @@ impl Walk {
 
     /// Back at `/`, for an absolute symlink.
     pub(super) fn restart_at_root(&mut self) -> io::Result<()> {
-        self.here = rustix::fs::open("/", OPEN_PATH, Mode::empty())?;
+        self.here = open_dir_step(rustix::fs::CWD, OsStr::new("/"), STEP)?;
         self.shown = PathBuf::from("/");
         Ok(())
     }
@@ -112,15 +113,14 @@ impl Walk {
         while let Some(step) = pending.pop_front() {
             let stat = rustix::fs::statat(&self.here, &step, AtFlags::SYMLINK_NOFOLLOW)?;
             if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Symlink {
-                self.here = rustix::fs::openat(&self.here, &step, OPEN_PATH, Mode::empty())?;
+                self.here = open_dir_step(self.here.as_fd(), &step, STEP)?;
                 self.step_shown(&step);
                 continue;
             }
             self.judge(&step, stat.st_uid)?;
             if self.in_proc() {
                 // One of /proc's: the kernel takes the walk where it leads.
-                let flags = DIR_STEP | OFlags::CLOEXEC;
-                self.here = rustix::fs::openat(&self.here, &step, flags, Mode::empty())?;
+                self.here = open_dir_step(self.here.as_fd(), &step, OFlags::CLOEXEC)?;
                 self.step_shown(&step);
                 continue;
             }

@@ -27,6 +27,7 @@
 //!   that record is still at work.
 
 mod absent;
+mod case;
 mod dir;
 
 use std::ffi::{OsStr, OsString};
@@ -81,7 +82,8 @@ fn wait_for_lock(
 
 /// The file names of one record.
 struct Names {
-    /// `{prefix}NAME`: the stem of every name below.
+    /// `{prefix}NAME`: the stem of every name below (a name with capitals
+    /// marked, `case`).
     stem: String,
     json: String,
     lock: String,
@@ -91,7 +93,7 @@ struct Names {
 
 impl Names {
     fn new(kind: &Kind, name: &str) -> Names {
-        let stem = format!("{}{name}", kind.file_prefix);
+        let stem = format!("{}{}", kind.file_prefix, case::in_file_names(name));
         Names {
             json: format!("{stem}.json"),
             lock: format!("{stem}.lock"),
@@ -614,6 +616,38 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
             assert_eq!(store.update("job", &mut |_| {}).unwrap().state.failures, 3);
         }
+    }
+
+    #[test]
+    fn names_that_differ_only_in_case_keep_files_of_their_own() {
+        let dir = private();
+        let store = FileStore::open(dir.path(), SECOND).unwrap();
+        store.update("api", &mut |s| s.failures = 1).unwrap();
+        store.update("API", &mut |s| s.failures = 7).unwrap();
+        store.update("Api", &mut |s| s.failures = 3).unwrap();
+        // Lowercase names keep the files they always had.
+        assert_eq!(
+            names_in(dir.path()),
+            [
+                "API~7.json",
+                "API~7.lock",
+                "Api~1.json",
+                "Api~1.lock",
+                "api.json",
+                "api.lock"
+            ]
+        );
+        for (name, failures) in [("api", 1), ("API", 7), ("Api", 3)] {
+            let state = store.update(name, &mut |_| {}).unwrap().state;
+            assert_eq!(state.failures, failures, "{name}");
+        }
+        assert!(store.location(&CIRCUIT, "API").ends_with("/API~7.json"));
+        // A killed writer's temporary file of `API` is `API`'s to remove.
+        std::fs::write(dir.path().join(".API~7.Ab12Cd.tmp"), "").unwrap();
+        std::fs::write(dir.path().join(".api.Ab12Cd.tmp"), "").unwrap();
+        store.update("API", &mut |_| {}).unwrap();
+        assert!(!dir.path().join(".API~7.Ab12Cd.tmp").exists());
+        assert!(dir.path().join(".api.Ab12Cd.tmp").exists());
     }
 
     #[test]

@@ -9,9 +9,10 @@ use std::cell::Cell;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result};
-use rustix::event::{PollFd, PollFlags, poll};
+use rustix::event::PollFlags;
 
 use super::handoff::Handoff;
+use super::wait::{Watch, wait};
 
 /// Retry's own standard descriptor `fd` (0, 1 or 2).
 pub(crate) fn own_fd(fd: i32) -> BorrowedFd<'static> {
@@ -59,16 +60,18 @@ pub(crate) fn wait_readable(fd: BorrowedFd<'_>, cancel: BorrowedFd<'_>) -> bool 
     wait_for(fd, PollFlags::IN, cancel)
 }
 
-/// Block until `fd` has `flags` ready; false if `cancel` fired first.
+/// Block until `fd` has `flags` ready; false if `cancel` fired first. A
+/// terminal or other device is waited for with `select` where `poll`
+/// cannot watch it (macOS: `sys::wait`).
 pub(crate) fn wait_for(fd: BorrowedFd<'_>, flags: PollFlags, cancel: BorrowedFd<'_>) -> bool {
     loop {
-        let mut fds = [PollFd::new(&fd, flags), PollFd::new(&cancel, PollFlags::IN)];
-        match poll(&mut fds, None) {
+        let mut watches = [Watch::new(fd, flags), Watch::new(cancel, PollFlags::IN)];
+        match wait(&mut watches, None) {
             Ok(_) => {
-                if !fds[1].revents().is_empty() {
+                if !watches[1].ready().is_empty() {
                     return false;
                 }
-                if !fds[0].revents().is_empty() {
+                if !watches[0].ready().is_empty() {
                     return true;
                 }
             }
@@ -199,10 +202,8 @@ impl Outlet {
                         Way::Reopened(own) => own.as_fd(),
                         Way::Blocking | Way::Socket | Way::Handed(_) => inherited,
                     };
-                    let mut fds = [PollFd::new(&watched, PollFlags::OUT)];
-                    let slice = rustix::event::Timespec::try_from(STALL_SLICE)
-                        .map_err(|_| std::io::ErrorKind::InvalidInput)?;
-                    match poll(&mut fds, Some(&slice)) {
+                    let mut watch = [Watch::new(watched, PollFlags::OUT)];
+                    match super::wait::wait_for(&mut watch, STALL_SLICE) {
                         Ok(_) | Err(rustix::io::Errno::INTR) => {}
                         Err(errno) => return Err(errno.into()),
                     }

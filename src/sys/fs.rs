@@ -4,18 +4,53 @@
 //! to without blocking), pipes themselves and their size, and FIFOs (for
 //! tests).
 
+use std::ffi::OsStr;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
-use rustix::fs::OFlags;
+use rustix::fs::{Mode, OFlags};
 
 /// How a directory is opened to be walked through: `O_PATH` where it exists
 /// (Linux, FreeBSD), which needs only search permission, as a path lookup
 /// does; on macOS `O_SEARCH` (open for searching only).
 #[cfg(any(target_os = "linux", target_os = "freebsd"))]
-pub(crate) const DIR_STEP: OFlags = OFlags::PATH.union(OFlags::DIRECTORY);
+const DIR_STEP: OFlags = OFlags::PATH.union(OFlags::DIRECTORY);
 #[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
-pub(crate) const DIR_STEP: OFlags =
-    OFlags::from_bits_retain(libc::O_SEARCH as _).union(OFlags::DIRECTORY);
+const DIR_STEP: OFlags = OFlags::from_bits_retain(libc::O_SEARCH as _).union(OFlags::DIRECTORY);
+
+/// What a directory step is opened with where the kernel refuses
+/// [`DIR_STEP`]: macOS before 13 has no `O_SEARCH` (EINVAL), and takes
+/// `O_RDONLY`, which needs read permission besides search permission (a
+/// directory of mode 0711 on the way is then refused).
+const DIR_STEP_BEFORE: Option<OFlags> = if cfg!(target_vendor = "apple") {
+    Some(OFlags::RDONLY.union(OFlags::DIRECTORY))
+} else {
+    None
+};
+
+/// Open the directory `path` (relative to `at`, unless absolute) as one
+/// step of a walk, with `extra` flags (`O_NOFOLLOW`, `O_CLOEXEC`): see
+/// [`DIR_STEP`] and [`DIR_STEP_BEFORE`].
+pub(crate) fn open_dir_step(
+    at: BorrowedFd<'_>,
+    path: &OsStr,
+    extra: OFlags,
+) -> rustix::io::Result<OwnedFd> {
+    let open = |flags: OFlags| rustix::fs::openat(at, path, flags | extra, Mode::empty());
+    with_fallback(DIR_STEP, DIR_STEP_BEFORE, open)
+}
+
+/// `open(first)`, and `open(fallback)` when the kernel refuses the flags
+/// of the first (EINVAL).
+fn with_fallback(
+    first: OFlags,
+    fallback: Option<OFlags>,
+    open: impl Fn(OFlags) -> rustix::io::Result<OwnedFd>,
+) -> rustix::io::Result<OwnedFd> {
+    match (open(first), fallback) {
+        (Err(rustix::io::Errno::INVAL), Some(fallback)) => open(fallback),
+        (opened, _) => opened,
+    }
+}
 
 /// Is `dir` in Linux's `/proc` (whose links only the kernel can follow)?
 /// No other system has one that retry reads.
@@ -38,7 +73,7 @@ pub(crate) fn reopen_pipe_nonblocking(fd: i32) -> Option<OwnedFd> {
     return rustix::fs::open(
         format!("/proc/self/fd/{fd}"),
         OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        rustix::fs::Mode::empty(),
+        Mode::empty(),
     )
     .ok();
     #[cfg(not(all(target_os = "linux", not(retry_posix))))]
@@ -58,7 +93,7 @@ pub(crate) fn reopen_terminal_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd>
     let own = rustix::fs::open(
         name.as_c_str(),
         OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        rustix::fs::Mode::empty(),
+        Mode::empty(),
     )
     .ok()?;
     let same = match (rustix::fs::fstat(fd), rustix::fs::fstat(&own)) {
@@ -113,6 +148,40 @@ pub(crate) fn pipe_size(pipe: BorrowedFd<'_>) -> Option<usize> {
     }
 }
 
+/// Flush what was written to `fd` (a file, or a directory after a rename
+/// in it) to stable storage. macOS's `fsync` only hands the data to the
+/// drive, which may keep it in its cache across a power loss; there
+/// `fcntl(F_FULLFSYNC)` asks the drive to flush too (fsync(2), fcntl(2);
+/// std's `File::sync_all` does the same, without a way back). A file
+/// system that refuses it (SMB and other network mounts answer ENOTSUP;
+/// Go falls back the same way, golang/go#64215) gets a plain `fsync`.
+/// Elsewhere `fsync` is the flush.
+pub(crate) fn full_sync(fd: BorrowedFd<'_>) -> rustix::io::Result<()> {
+    #[cfg(target_vendor = "apple")]
+    return or_plain(rustix::fs::fcntl_fullfsync(fd), || rustix::fs::fsync(fd));
+    #[cfg(not(target_vendor = "apple"))]
+    rustix::fs::fsync(fd)
+}
+
+/// `full`'s result, or where the file system refused that kind of flush,
+/// `plain()`'s. A failure of the flush itself (EIO) stays a failure: a
+/// second try could report success for data that never reached the disk.
+#[cfg_attr(not(target_vendor = "apple"), allow(dead_code))]
+fn or_plain(
+    full: rustix::io::Result<()>,
+    plain: impl FnOnce() -> rustix::io::Result<()>,
+) -> rustix::io::Result<()> {
+    use rustix::io::Errno;
+    match full {
+        Err(err)
+            if [Errno::NOTSUP, Errno::OPNOTSUPP, Errno::NOTTY, Errno::INVAL].contains(&err) =>
+        {
+            plain()
+        }
+        other => other,
+    }
+}
+
 /// Make a FIFO at `path`, mode 0600 (tests plant them where files are
 /// expected).
 #[cfg(test)]
@@ -145,4 +214,84 @@ pub(crate) fn raw_mode(bits: u32) -> rustix::fs::RawMode {
 #[allow(clippy::unnecessary_cast)]
 pub(crate) fn device(stat: &rustix::fs::Stat) -> u64 {
     stat.st_dev as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::io::Errno;
+
+    #[test]
+    fn a_refused_full_flush_falls_back_to_fsync_and_a_failed_one_fails() {
+        let fsynced = std::cell::Cell::new(0);
+        let plain = || {
+            fsynced.set(fsynced.get() + 1);
+            Ok(())
+        };
+        assert_eq!(or_plain(Ok(()), plain), Ok(()));
+        assert_eq!(fsynced.get(), 0);
+        // SMB: ENOTSUP; a file system without the ioctl: ENOTTY.
+        for refused in [Errno::NOTSUP, Errno::NOTTY, Errno::INVAL] {
+            assert_eq!(or_plain(Err(refused), plain), Ok(()));
+        }
+        assert_eq!(fsynced.get(), 3);
+        assert_eq!(or_plain(Err(Errno::IO), plain), Err(Errno::IO));
+        assert_eq!(fsynced.get(), 3);
+    }
+
+    #[test]
+    fn a_directory_step_refused_for_its_flags_is_opened_read_only() {
+        let tried = std::cell::RefCell::new(Vec::new());
+        let dir = tempfile::tempdir().unwrap();
+        // A kernel without O_SEARCH (macOS before 13): EINVAL, then the
+        // read-only open.
+        let old_kernel = |flags: OFlags| {
+            tried.borrow_mut().push(flags);
+            if flags.contains(OFlags::DIRECTORY) && tried.borrow().len() == 1 {
+                Err(Errno::INVAL)
+            } else {
+                rustix::fs::open(
+                    dir.path(),
+                    OFlags::RDONLY | OFlags::DIRECTORY,
+                    Mode::empty(),
+                )
+            }
+        };
+        let apple = Some(OFlags::RDONLY | OFlags::DIRECTORY);
+        assert!(with_fallback(DIR_STEP, apple, old_kernel).is_ok());
+        assert_eq!(
+            *tried.borrow(),
+            [DIR_STEP, OFlags::RDONLY | OFlags::DIRECTORY]
+        );
+        // Any other refusal is the answer; and without a fallback, EINVAL too.
+        let denied = |_: OFlags| Err(Errno::ACCESS);
+        assert_eq!(
+            with_fallback(DIR_STEP, apple, denied).unwrap_err(),
+            Errno::ACCESS
+        );
+        let invalid = |_: OFlags| Err(Errno::INVAL);
+        assert_eq!(
+            with_fallback(DIR_STEP, None, invalid).unwrap_err(),
+            Errno::INVAL
+        );
+        // This system's own step, with its extra flags.
+        let at = rustix::fs::CWD;
+        let step = open_dir_step(at, dir.path().as_os_str(), OFlags::CLOEXEC).unwrap();
+        assert!(rustix::fs::fstat(&step).is_ok());
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(
+            open_dir_step(at, file.as_os_str(), OFlags::CLOEXEC).unwrap_err(),
+            Errno::NOTDIR
+        );
+    }
+
+    #[test]
+    fn files_and_directories_are_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        full_sync(std::os::fd::AsFd::as_fd(&file)).unwrap();
+        let opened = std::fs::File::open(dir.path()).unwrap();
+        full_sync(std::os::fd::AsFd::as_fd(&opened)).unwrap();
+    }
 }

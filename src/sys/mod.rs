@@ -20,4 +20,5 @@ pub(crate) mod spawn;
 pub(crate) mod thread;
 pub(crate) mod tmpfile;
 pub(crate) mod user;
+pub(crate) mod wait;
 pub(crate) mod watchdog;

@@ -1,19 +1,43 @@
 //! Processes named by pid and start time: reading one, listing all of them,
-//! signalling one only while it is still the process it was, adopting
-//! orphans, and the parent-death signal.
+//! signalling one only while it is still the process it was, looking at how
+//! a child ended without reaping it, and adopting orphans.
 //!
 //! | | Linux | FreeBSD | macOS |
 //! |---|---|---|---|
-//! | one process, the table | `/proc/PID/stat` | `sysctl` `KERN_PROC` | `proc_pidinfo`, `proc_listallpids` |
+//! | one process, the table | `/proc/PID/stat` (`linux.rs`) | `sysctl` `KERN_PROC` (`freebsd.rs`) | `proc_pidinfo`, `proc_listallpids` (`macos.rs`) |
+//! | start time | clock ticks from boot | microseconds from boot (`ki_start` less `kern.boottime`) | the wall clock at `fork`, as stored |
 //! | signal by pid + start | pidfd, then the check | the check, then `kill` | the check, then `kill` |
 //! | adopt orphans | `PR_SET_CHILD_SUBREAPER` | `PROC_REAP_ACQUIRE` | none (launchd adopts them) |
-//! | parent death | `PR_SET_PDEATHSIG` | `PROC_PDEATHSIG_CTL` | none |
 //!
-//! The portable build (`--cfg retry_posix`) keeps `/proc` on Linux for the
-//! table (POSIX has no process listing) and takes the portable path for the
-//! rest.
+//! What FreeBSD's and macOS's answers mean is read by pure functions
+//! (`apple_records.rs`, `freebsd_records.rs`), compiled and tested on
+//! every system. The portable build
+//! (`--cfg retry_posix`) keeps `/proc` on Linux for the table (POSIX has no
+//! process listing) and takes the portable path for the rest.
 
-use rustix::process::{Pid, Signal};
+#[cfg_attr(
+    not(target_os = "macos"),
+    allow(dead_code, reason = "macOS's parser; run here by the unit tests")
+)]
+mod apple_records;
+#[cfg_attr(
+    not(target_os = "freebsd"),
+    allow(dead_code, reason = "FreeBSD's parsers; run here by the unit tests")
+)]
+mod freebsd_records;
+#[cfg(target_os = "freebsd")]
+#[path = "process/freebsd.rs"]
+mod imp;
+#[cfg(target_os = "linux")]
+#[path = "process/linux.rs"]
+mod imp;
+#[cfg(target_os = "macos")]
+#[path = "process/macos.rs"]
+mod imp;
+
+pub(crate) use imp::{process_info, process_table};
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, WaitIdStatus};
 
 /// One process: its pid, its parent's, and its start time (in units of the
 /// system's own, only compared with another start time of the same system),
@@ -54,167 +78,18 @@ pub(crate) const ADOPTS_ORPHANS: bool = cfg!(all(
     not(retry_posix)
 ));
 
-/// Process `pid`, if it exists and can be read.
-#[cfg(target_os = "linux")]
-pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
-    // Bytes: COMM, the program's name, need not be UTF-8.
-    let bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses, so
-    // the fields are counted from the last `)`. The start time is field 22.
-    let rest = &bytes[bytes.iter().rposition(|&b| b == b')')? + 1..];
-    let rest = std::str::from_utf8(rest).ok()?;
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    Some(ProcInfo {
-        pid,
-        parent: fields.get(1)?.parse().ok()?,
-        group: fields.get(2)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
-        zombie: fields.first() == Some(&"Z"),
-    })
-}
-
-/// Every process that can be read; `None` when the system will not list
-/// them (no `/proc` mounted, or one of another PID namespace).
-#[cfg(target_os = "linux")]
-pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let table: Vec<ProcInfo> = entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .filter_map(process_info)
-        .collect();
-    // Our own process is always there, under our own pid: a table without
-    // it is another PID namespace's `/proc` (where `/proc/self` names us by
-    // another pid), or no `/proc` at all (a tmpfs over it).
-    let us = rustix::process::getpid().as_raw_nonzero().get();
-    (proc_is_ours() && table.iter().any(|p| p.pid == us)).then_some(table)
-}
-
-/// Whether `/proc` is the one of our PID namespace: `/proc/self` names us
-/// by our own pid.
-#[cfg(target_os = "linux")]
-fn proc_is_ours() -> bool {
-    let us = rustix::process::getpid().as_raw_nonzero().get();
-    std::fs::read_link("/proc/self")
-        .is_ok_and(|link| link.to_str() == Some(us.to_string().as_str()))
-}
+/// Why the process table could not be read, in words for a warning.
+pub(crate) const UNREADABLE_TABLE: &str = imp::UNREADABLE;
 
 /// Whether the process table can be read, cheaply (our own entry, and on
 /// Linux a `/proc` of our PID namespace).
 pub(crate) fn table_readable() -> bool {
     let us = rustix::process::getpid().as_raw_nonzero().get();
     #[cfg(target_os = "linux")]
-    if !proc_is_ours() {
+    if !imp::proc_is_ours() {
         return false;
     }
     process_info(us).is_some()
-}
-
-#[cfg(target_os = "macos")]
-pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
-    let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
-    let size = size_of::<libc::proc_bsdinfo>() as libc::c_int;
-    // SAFETY: proc_pidinfo writes at most `size` bytes into `info` and
-    // returns how many it wrote; the struct is read only when it is whole.
-    let written = unsafe {
-        libc::proc_pidinfo(
-            pid,
-            libc::PROC_PIDTBSDINFO,
-            0,
-            info.as_mut_ptr().cast(),
-            size,
-        )
-    };
-    if written != size {
-        return None;
-    }
-    // SAFETY: fully written above.
-    let info = unsafe { info.assume_init() };
-    Some(ProcInfo {
-        pid,
-        parent: info.pbi_ppid as i32,
-        group: info.pbi_pgid as i32,
-        // SZOMB in xnu's bsd/sys/proc.h.
-        zombie: info.pbi_status == 5,
-        start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
-    })
-}
-
-#[cfg(target_os = "macos")]
-pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
-    // SAFETY: a null buffer asks only for the number of processes.
-    let count = unsafe { libc::proc_listallpids(std::ptr::null_mut(), 0) };
-    let room = usize::try_from(count).ok()? + 64;
-    let mut pids = vec![0 as libc::pid_t; room];
-    let bytes = libc::c_int::try_from(room * size_of::<libc::pid_t>()).ok()?;
-    // SAFETY: the buffer holds `bytes` bytes; the call returns how many
-    // pids it wrote into it.
-    let found = unsafe { libc::proc_listallpids(pids.as_mut_ptr().cast(), bytes) };
-    pids.truncate(usize::try_from(found).ok()?.min(room));
-    Some(pids.into_iter().filter_map(process_info).collect())
-}
-
-#[cfg(target_os = "freebsd")]
-fn kinfo(name: &[libc::c_int]) -> Option<Vec<libc::kinfo_proc>> {
-    let mut size: libc::size_t = 0;
-    // SAFETY: a null buffer asks only for the size needed.
-    let sized = unsafe {
-        libc::sysctl(
-            name.as_ptr(),
-            name.len() as libc::c_uint,
-            std::ptr::null_mut(),
-            &raw mut size,
-            std::ptr::null(),
-            0,
-        )
-    };
-    if sized != 0 {
-        return None;
-    }
-    // Room for processes started meanwhile.
-    let room = size / size_of::<libc::kinfo_proc>() + 64;
-    let mut entries: Vec<libc::kinfo_proc> = Vec::with_capacity(room);
-    let mut size = room * size_of::<libc::kinfo_proc>();
-    // SAFETY: the buffer has room for `size` bytes; sysctl says in `size`
-    // how many it wrote, whole entries only.
-    let read = unsafe {
-        libc::sysctl(
-            name.as_ptr(),
-            name.len() as libc::c_uint,
-            entries.as_mut_ptr().cast(),
-            &raw mut size,
-            std::ptr::null(),
-            0,
-        )
-    };
-    if read != 0 {
-        return None;
-    }
-    // SAFETY: `size` bytes of whole entries were written.
-    unsafe { entries.set_len(size / size_of::<libc::kinfo_proc>()) };
-    Some(entries)
-}
-
-#[cfg(target_os = "freebsd")]
-fn from_kinfo(entry: &libc::kinfo_proc) -> ProcInfo {
-    ProcInfo {
-        pid: entry.ki_pid,
-        parent: entry.ki_ppid,
-        group: entry.ki_pgid,
-        zombie: entry.ki_stat == libc::SZOMB,
-        start: entry.ki_start.tv_sec as u64 * 1_000_000 + entry.ki_start.tv_usec as u64,
-    }
-}
-
-#[cfg(target_os = "freebsd")]
-pub(crate) fn process_info(pid: i32) -> Option<ProcInfo> {
-    let name = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PID, pid];
-    kinfo(&name)?.first().map(from_kinfo)
-}
-
-#[cfg(target_os = "freebsd")]
-pub(crate) fn process_table() -> Option<Vec<ProcInfo>> {
-    let name = [libc::CTL_KERN, libc::KERN_PROC, libc::KERN_PROC_PROC, 0];
-    Some(kinfo(&name)?.iter().map(from_kinfo).collect())
 }
 
 /// Send `signal` to `pid` only if it is still the process that started at
@@ -234,7 +109,7 @@ pub(crate) fn signal_if_same(pid: i32, start: u64, signal: Signal) {
             return;
         }
         // Gone: nothing to signal.
-        Err(rustix::io::Errno::SRCH) => return,
+        Err(Errno::SRCH) => return,
         // No pidfd (Linux before 5.3, a seccomp filter) or no descriptor
         // to spare: the way other systems take, below (the one the
         // portable build runs, so the tests exercise it).
@@ -290,14 +165,67 @@ pub(crate) fn reap_ended_except(keep: Pid) -> bool {
     }
 }
 
+/// How a child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal killed it (with or without a core dump).
+    Signal(i32),
+}
+
+/// How our child `pid` ended, if it has; looked at without reaping it, so
+/// that its pid (and its group's id) stay ours to signal. `Ok(None)` while
+/// it runs, and also while it is stopped or after it was continued: macOS's
+/// `waitid` reports those even when asked for exits alone (Go's
+/// `os/wait_waitid.go`, issue 19314), which read as an end without a status
+/// (exit 255). An error (ECHILD: not our child, or reaped already) is the
+/// caller's to judge.
+pub(crate) fn peek_exit(pid: Pid) -> rustix::io::Result<Option<Exit>> {
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    Ok(rustix::process::waitid(WaitId::Pid(pid), options)?
+        .as_ref()
+        .and_then(exit_of))
+}
+
+/// The end a `waitid` status reports; `None` for a stop, a continue or a
+/// trap (by its `si_code`), which are no end.
+fn exit_of(status: &WaitIdStatus) -> Option<Exit> {
+    if status.exited() {
+        status.exit_status().map(Exit::Code)
+    } else if status.killed() || status.dumped() {
+        status.terminating_signal().map(Exit::Signal)
+    } else {
+        None
+    }
+}
+
 /// Become the reaper of what our children orphan, where the system can
-/// ([`ADOPTS_ORPHANS`]; elsewhere they go to init). A refusal (an old
-/// kernel) leaves orphans to init too: nothing else changes.
-pub(crate) fn adopt_orphans() {
+/// ([`ADOPTS_ORPHANS`]; elsewhere they go to init, and this does nothing).
+/// The system's refusal, if it refused (an old kernel, a seccomp filter, a
+/// jail's policy): orphans then go to init too and nothing else changes,
+/// so the caller warns once and goes on.
+pub(crate) fn adopt_orphans() -> Option<Errno> {
     #[cfg(all(target_os = "linux", not(retry_posix)))]
-    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    return refusal(
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid())),
+        None,
+    );
     #[cfg(all(target_os = "freebsd", not(retry_posix)))]
-    let _ = rustix::process::set_reaper_status(true);
+    return refusal(rustix::process::set_reaper_status(true), Some(Errno::BUSY));
+    #[cfg(not(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix))))]
+    None
+}
+
+/// The refusal in `result`, unless it is `already`: the system's word for
+/// "you are the reaper already" (FreeBSD's `PROC_REAP_ACQUIRE` answers
+/// EBUSY to a process that is one, procctl(2)), which is no refusal.
+#[cfg_attr(
+    not(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix))),
+    allow(dead_code)
+)]
+fn refusal(result: rustix::io::Result<()>, already: Option<Errno>) -> Option<Errno> {
+    result.err().filter(|&err| Some(err) != already)
 }
 
 #[cfg(test)]
@@ -321,5 +249,97 @@ mod tests {
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(libc::SIGKILL)
         );
+    }
+
+    /// Wait (a few seconds at most) for `pid` to report `options` (a stop
+    /// or a continue), without taking the report away.
+    fn reported(pid: Pid, options: WaitIdOptions) -> WaitIdStatus {
+        let started = std::time::Instant::now();
+        loop {
+            let look = options | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            if let Some(status) = rustix::process::waitid(WaitId::Pid(pid), look).unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(10));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_stopped_or_continued_child_has_not_ended_and_a_killed_one_has() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        assert_eq!(peek_exit(pid), Ok(None));
+        rustix::process::kill_process(pid, Signal::STOP).unwrap();
+        // What macOS's waitid hands back for it, asked for exits: a status
+        // whose si_code says stopped. No end.
+        let stopped = reported(pid, WaitIdOptions::STOPPED);
+        assert!(stopped.stopped());
+        assert_eq!(exit_of(&stopped), None);
+        assert_eq!(peek_exit(pid), Ok(None));
+        rustix::process::kill_process(pid, Signal::CONT).unwrap();
+        let continued = reported(pid, WaitIdOptions::CONTINUED);
+        assert!(continued.continued());
+        assert_eq!(exit_of(&continued), None);
+        assert_eq!(peek_exit(pid), Ok(None));
+        rustix::process::kill_process(pid, Signal::KILL).unwrap();
+        let ended = reported(pid, WaitIdOptions::EXITED);
+        assert_eq!(exit_of(&ended), Some(Exit::Signal(libc::SIGKILL)));
+        // Looked at, not reaped: still there to be reaped.
+        assert_eq!(peek_exit(pid), Ok(Some(Exit::Signal(libc::SIGKILL))));
+        assert!(child.wait().is_ok());
+        assert!(peek_exit(pid).is_err());
+        // An exit code.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        assert_eq!(
+            exit_of(&reported(pid, WaitIdOptions::EXITED)),
+            Some(Exit::Code(3))
+        );
+        assert_eq!(peek_exit(pid), Ok(Some(Exit::Code(3))));
+        assert!(child.wait().is_ok());
+    }
+
+    #[test]
+    fn a_refusal_to_adopt_is_reported_but_already_being_the_reaper_is_not() {
+        assert_eq!(refusal(Ok(()), None), None);
+        // Linux before 3.4, a seccomp filter.
+        assert_eq!(refusal(Err(Errno::INVAL), None), Some(Errno::INVAL));
+        assert_eq!(refusal(Err(Errno::PERM), None), Some(Errno::PERM));
+        // FreeBSD: EBUSY from PROC_REAP_ACQUIRE is "a reaper already".
+        assert_eq!(refusal(Err(Errno::BUSY), Some(Errno::BUSY)), None);
+        assert_eq!(
+            refusal(Err(Errno::PERM), Some(Errno::BUSY)),
+            Some(Errno::PERM)
+        );
+    }
+
+    #[test]
+    fn our_own_entry_is_in_the_table_and_says_we_are_alive() {
+        let us = rustix::process::getpid().as_raw_nonzero().get();
+        let ours = process_info(us).unwrap();
+        assert_eq!((ours.pid, ours.zombie), (us, false));
+        assert!(table_readable());
+        let table = process_table().unwrap();
+        assert!(table.contains(&ours));
+        assert!(!UNREADABLE_TABLE.is_empty());
+    }
+
+    #[test]
+    fn a_zombie_is_seen_and_marked_ended() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        reported(pid, WaitIdOptions::EXITED);
+        // Ended, not reaped: a zombie, in the table and by itself.
+        let zombie = process_info(pid.as_raw_nonzero().get()).unwrap();
+        assert!(zombie.zombie);
+        assert!(process_table().unwrap().contains(&zombie));
+        child.wait().unwrap();
     }
 }

@@ -139,7 +139,10 @@ fn kept_by_the_c_library(signal: i32) -> bool {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     return (KERNEL_SIGRTMIN..libc::SIGRTMIN()).contains(&signal);
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    return false;
+    {
+        let _ = signal;
+        false
+    }
 }
 
 /// Whether the caller handed retry `signal` ignored. Before the record

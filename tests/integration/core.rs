@@ -211,6 +211,67 @@ fn every_duration_form_is_accepted() {
     }
 }
 
+/// The CPU time (user and system) of retry started with `args`, reaped by
+/// `wait4` once it ends by itself, or after `end_after` with SIGTERM.
+fn cpu_time_of(args: &[&str], end_after: Option<Duration>) -> Duration {
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below
+    let child = retry_std()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    if let Some(after) = end_after {
+        std::thread::sleep(after);
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+    }
+    let mut status = 0;
+    // SAFETY: all zeroes is a valid rusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes the status and the usage of our own child
+    // `pid` into the two buffers; nothing else reaps it (`child` is
+    // never waited for).
+    let reaped = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
+    assert_eq!(reaped, pid);
+    // `tv_usec` is an i32 on macOS, an i64 on Linux.
+    #[allow(clippy::useless_conversion)]
+    let time = |t: libc::timeval| {
+        Duration::from_micros((t.tv_sec * 1_000_000 + i64::from(t.tv_usec)).unsigned_abs())
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+#[test]
+fn a_time_limit_of_forty_days_waits_without_spinning() {
+    // macOS's poll refuses a timeout past 24.8 days: a wait read that as
+    // "time is up" and spun at full CPU. Every wait goes in slices of a
+    // day (sys::wait), on every system; here, that none spins.
+    let second = Duration::from_secs(1);
+    for (args, end_after) in [
+        (&["-T", "40d", "--", "sleep", "1"][..], None),
+        (&["--max-time", "40d", "--", "sleep", "1"][..], None),
+        // The sleep between two attempts, cut short by SIGTERM.
+        (
+            &["-n", "2", "-d", "40d", "--cap", "40d", "--", "false"][..],
+            Some(second),
+        ),
+    ] {
+        let started = Instant::now();
+        let cpu = cpu_time_of(args, end_after);
+        assert!(started.elapsed() >= second, "{args:?}");
+        assert!(
+            cpu < Duration::from_millis(300),
+            "{args:?}: {cpu:?} of CPU in {:?}",
+            started.elapsed()
+        );
+    }
+}
+
 #[test]
 fn after_a_timed_out_attempt_the_previous_exit_is_124_as_reported() {
     // The attempt died of the SIGTERM its timeout sent (143 to a shell), but

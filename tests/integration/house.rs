@@ -133,12 +133,8 @@ fn the_loop_finder_finds_loops() {
 /// longer than this holds more than one job, and is split along its seams.
 const MOST_LINES: usize = 450;
 
-/// Every non-test source file under src/, relative to it, with its
-/// non-test code (`non_test_code`). A file that is
-/// test code as a whole is left out: one its parent declares under
-/// `#[cfg(test)]` (`#[cfg(test)] mod fixtures;`), anything under such a
-/// module's folder, and a file whose first item is under `#[cfg(test)]`.
-fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
+/// Every source file under `src/`, relative to it, with its text, sorted.
+pub(crate) fn sources() -> Vec<(std::path::PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     let mut pending = vec![src.clone()];
@@ -153,6 +149,17 @@ fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
             }
         }
     }
+    files.sort();
+    files
+}
+
+/// Every non-test source file under src/, relative to it, with its
+/// non-test code (`non_test_code`). A file that is
+/// test code as a whole is left out: one its parent declares under
+/// `#[cfg(test)]` (`#[cfg(test)] mod fixtures;`), anything under such a
+/// module's folder, and a file whose first item is under `#[cfg(test)]`.
+fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
+    let files = sources();
     // Where the modules declared under `#[cfg(test)]` live: NAME.rs, or
     // the folder NAME/ (NAME/mod.rs and NAME's own children).
     let mut test_only: Vec<std::path::PathBuf> = Vec::new();
@@ -169,7 +176,6 @@ fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
             test_only.push(children.join(name));
         }
     }
-    files.sort();
     files
         .into_iter()
         .filter(|(path, text)| {
@@ -247,78 +253,93 @@ fn no_source_file_is_over_450_lines() {
     );
 }
 
-/// `code` with its comments and the insides of its string and character
-/// literals blanked out, lines kept: what is left is Rust's own words.
-fn strip_comments_and_strings(code: &str) -> String {
+/// `code` with its comments blanked, and its string literals' insides too
+/// when `strings` is false; every character keeps its place (a blank for
+/// each), so that positions in one view are positions in the other.
+pub(crate) fn blank(code: &str, strings: bool) -> Vec<char> {
     let chars: Vec<char> = code.chars().collect();
-    let mut out = String::with_capacity(code.len());
+    let mut out = chars.clone();
     let mut at = 0;
-    // Keeps line breaks, so that line numbers still hold.
-    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    let wipe = |out: &mut Vec<char>, from: usize, to: usize| {
+        for c in &mut out[from..to] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+    };
     while at < chars.len() {
-        let c = chars[at];
         let next = chars.get(at + 1).copied();
-        if c == '/' && next == Some('/') {
-            while at < chars.len() && chars[at] != '\n' {
-                at += 1;
+        match chars[at] {
+            '/' if next == Some('/') => {
+                let end = (at..chars.len())
+                    .find(|&i| chars[i] == '\n')
+                    .unwrap_or(chars.len());
+                wipe(&mut out, at, end);
+                at = end;
             }
-        } else if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while at < chars.len() {
-                if chars[at] == '/' && chars.get(at + 1) == Some(&'*') {
-                    depth += 1;
-                    at += 2;
-                } else if chars[at] == '*' && chars.get(at + 1) == Some(&'/') {
-                    depth -= 1;
-                    at += 2;
-                    if depth == 0 {
-                        break;
+            '/' if next == Some('*') => {
+                let (mut depth, start) = (0, at);
+                while at < chars.len() {
+                    if chars[at] == '/' && chars.get(at + 1) == Some(&'*') {
+                        depth += 1;
+                        at += 2;
+                    } else if chars[at] == '*' && chars.get(at + 1) == Some(&'/') {
+                        depth -= 1;
+                        at += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        at += 1;
                     }
-                } else {
-                    blank(&mut out, chars[at]);
-                    at += 1;
                 }
+                wipe(&mut out, start, at.min(chars.len()));
             }
-        } else if c == 'r' && matches!(next, Some('"' | '#')) && {
-            let hashes = chars[at + 1..].iter().take_while(|&&h| h == '#').count();
-            chars.get(at + 1 + hashes) == Some(&'"')
-        } {
-            // A raw string: r"...", r#"..."#, ...
-            let hashes = chars[at + 1..].iter().take_while(|&&h| h == '#').count();
-            at += hashes + 2;
-            let end: Vec<char> = std::iter::once('"')
-                .chain(std::iter::repeat_n('#', hashes))
-                .collect();
-            while at < chars.len() && !chars[at..].starts_with(&end) {
-                blank(&mut out, chars[at]);
+            'r' if matches!(next, Some('"' | '#'))
+                && !chars[..at]
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || *c == '_') =>
+            {
+                let hashes = chars[at + 1..].iter().take_while(|&&h| h == '#').count();
+                if chars.get(at + 1 + hashes) != Some(&'"') {
+                    at += 1;
+                    continue;
+                }
+                let start = at + hashes + 2;
+                let end: Vec<char> = std::iter::once('"')
+                    .chain(std::iter::repeat_n('#', hashes))
+                    .collect();
+                let mut stop = start;
+                while stop < chars.len() && !chars[stop..].starts_with(&end) {
+                    stop += 1;
+                }
+                if !strings {
+                    wipe(&mut out, start, stop);
+                }
+                at = stop + end.len();
+            }
+            '"' => {
+                let start = at + 1;
+                at = start;
+                while at < chars.len() && chars[at] != '"' {
+                    at += if chars[at] == '\\' { 2 } else { 1 };
+                }
+                if !strings {
+                    wipe(&mut out, start, at.min(chars.len()));
+                }
                 at += 1;
             }
-            at += end.len();
-            out.push_str("\"\"");
-        } else if c == '"' {
-            at += 1;
-            while at < chars.len() && chars[at] != '"' {
-                if chars[at] == '\\' {
-                    at += 1;
+            '\'' if next == Some('\\') || chars.get(at + 2) == Some(&'\'') => {
+                // A character literal ('x', '\n', '"'), not a lifetime.
+                let start = at + 1;
+                at = start;
+                while at < chars.len() && chars[at] != '\'' {
+                    at += if chars[at] == '\\' { 2 } else { 1 };
                 }
-                if let Some(&inside) = chars.get(at) {
-                    blank(&mut out, inside);
-                }
+                wipe(&mut out, start, at.min(chars.len()));
                 at += 1;
             }
-            at += 1;
-            out.push_str("\"\"");
-        } else if c == '\'' && (next == Some('\\') || chars.get(at + 2) == Some(&'\'')) {
-            // A character literal ('x', '\n', '\u{7f}'), not a lifetime.
-            at += 1;
-            while at < chars.len() && chars[at] != '\'' {
-                at += if chars[at] == '\\' { 2 } else { 1 };
-            }
-            at += 1;
-            out.push_str("' '");
-        } else {
-            out.push(c);
-            at += 1;
+            _ => at += 1,
         }
     }
     out
@@ -327,7 +348,9 @@ fn strip_comments_and_strings(code: &str) -> String {
 /// The lines (from 1) of `code` where the keyword `unsafe` is written.
 fn unsafe_lines(code: &str) -> Vec<usize> {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    strip_comments_and_strings(code)
+    blank(code, false)
+        .iter()
+        .collect::<String>()
         .lines()
         .enumerate()
         .filter(|(_, line)| {

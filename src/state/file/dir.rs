@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
-use crate::sys::fs::DIR_STEP;
+use crate::sys::fs::open_dir_step;
 
 /// Symlinks followed in one walk before giving up (the kernel's limit).
 const MOST_LINKS: usize = 40;
@@ -64,7 +64,7 @@ fn open_checked(path: &Path, create: bool) -> Result<OwnedFd> {
     };
     let mut pending: VecDeque<OsString> = parts(&absolute).into();
     let root =
-        rustix::fs::open("/", DIR_STEP | OFlags::CLOEXEC, Mode::empty()).context("opening /")?;
+        open_dir_step(rustix::fs::CWD, "/".as_ref(), OFlags::CLOEXEC).context("opening /")?;
     // The directories opened so far, each inside the one before: ".."
     // goes back one, an absolute symlink back to the root.
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];
@@ -126,12 +126,7 @@ fn open_checked(path: &Path, create: bool) -> Result<OwnedFd> {
             }
             continue;
         }
-        let fd = match rustix::fs::openat(
-            parent,
-            &part,
-            DIR_STEP | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let fd = match open_dir_step(parent.as_fd(), &part, OFlags::NOFOLLOW | OFlags::CLOEXEC) {
             Ok(fd) => fd,
             Err(Errno::NOTDIR) => {
                 bail!(
