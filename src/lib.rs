@@ -3,13 +3,18 @@
 //! everything, so that benchmarks and tests drive the very same code (the
 //! contention simulation uses `policy::backoff`). Only what they need is public.
 //!
-//! Rooms, from the bottom up; a room imports only rooms on its left
-//! (`tests/integration/house.rs` checks that there is no loop, that no
-//! source file passes 450 lines and that `unsafe` lives in `sys` alone):
-//! `sys` (the operating system, every `unsafe` line), `text`, `values`,
-//! `scan` - `exit`, `safe_fs` - `outcome`, `process` - `policy`, `state` -
-//! `circuit`, `budget`, `presets`, `report` - `cli` (what was asked) - `run`
-//! (a run and its attempts) - `app` (argv to exit status).
+//! Rooms, from the bottom up: `sys`, `text`, `values`, `scan` - `exit`,
+//! `safe_fs` - `outcome` - `process`, `policy` - `state`, `presets`,
+//! `report` - `circuit`, `budget` - `cli` - `run` - `app`. A comma stands
+//! between rooms of one level, which know nothing of each other; a dash
+//! between levels: a room imports only rooms of the levels before it.
+//! `sys` is the operating system (every `unsafe` line); `outcome` the words
+//! every level shares about how things ended; `policy` decides and is pure
+//! (no process, run, command line or system); `run` carries out what it
+//! decides; `app` is argv to exit status. `tests/integration/house.rs` and
+//! `house_order.rs` check the order, that no room's files import each
+//! other in a loop, that no source file passes 450 lines and that
+//! `unsafe` lives in `sys` alone.
 
 pub mod app;
 mod budget;

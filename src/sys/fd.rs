@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use rustix::event::PollFlags;
 
 use super::handoff::Handoff;
+pub(crate) use super::stall::{Abandoned, STALL_SLICE};
 use super::wait::{Watch, wait};
 
 /// Retry's own standard descriptor `fd` (0, 1 or 2).
@@ -78,30 +79,6 @@ pub(crate) fn wait_for(fd: BorrowedFd<'_>, flags: PollFlags, cancel: BorrowedFd<
             Err(rustix::io::Errno::INTR) => {}
             Err(_) => return false,
         }
-    }
-}
-
-/// How long a write to a stalled reader waits between two looks at whether
-/// to give up.
-pub(crate) const STALL_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// Output given up on: its reader took nothing while retry was ending.
-#[derive(Debug)]
-pub(crate) struct Abandoned;
-
-impl std::fmt::Display for Abandoned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("its reader took nothing while retry was ending (a signal, or a time limit)")
-    }
-}
-
-impl std::error::Error for Abandoned {}
-
-impl Abandoned {
-    /// Was `err` a write given up on?
-    pub(crate) fn is(err: &std::io::Error) -> bool {
-        err.get_ref()
-            .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Abandoned>)
     }
 }
 

@@ -9,7 +9,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 
-use super::fd::{Abandoned, STALL_SLICE};
+use super::stall::{Abandoned, STALL_SLICE};
 
 /// A writer thread for one descriptor, started at its first write.
 pub(crate) struct Handoff {

@@ -17,6 +17,7 @@ pub(crate) mod process;
 pub(crate) mod signal;
 pub(crate) mod signal_pipe;
 pub(crate) mod spawn;
+pub(crate) mod stall;
 pub(crate) mod thread;
 pub(crate) mod tmpfile;
 pub(crate) mod user;

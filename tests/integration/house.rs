@@ -46,7 +46,7 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// The modules named after `crate::` (also inside `crate::{a, b::c}`).
-fn crate_names(code: &str) -> Vec<String> {
+pub(crate) fn crate_names(code: &str) -> Vec<String> {
     let mut names = Vec::new();
     for (at, _) in code.match_indices("crate::") {
         let rest = &code[at + "crate::".len()..];
@@ -69,7 +69,7 @@ fn crate_names(code: &str) -> Vec<String> {
 }
 
 /// A loop in `graph`, as the list of modules around it.
-fn find_loop(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+pub(crate) fn find_loop(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
         module: &str,
         graph: &BTreeMap<String, BTreeSet<String>>,
@@ -158,7 +158,7 @@ pub(crate) fn sources() -> Vec<(std::path::PathBuf, String)> {
 /// test code as a whole is left out: one its parent declares under
 /// `#[cfg(test)]` (`#[cfg(test)] mod fixtures;`), anything under such a
 /// module's folder, and a file whose first item is under `#[cfg(test)]`.
-fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
+pub(crate) fn non_test_sources() -> Vec<(std::path::PathBuf, String)> {
     let files = sources();
     // Where the modules declared under `#[cfg(test)]` live: NAME.rs, or
     // the folder NAME/ (NAME/mod.rs and NAME's own children).

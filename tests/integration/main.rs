@@ -17,6 +17,7 @@ mod handoff;
 mod hooks;
 mod hostile;
 mod house;
+mod house_order;
 mod house_proc;
 mod install;
 mod io;

@@ -1,0 +1,183 @@
+//! The house's order, drawn from the code: the rooms import one another
+//! only downwards, in the order `src/lib.rs` declares; the pure policy
+//! knows nothing of processes, runs, the command line or the operating
+//! system, and the reporting nothing of processes, runs or the command
+//! line; and inside a room no file imports a file that imports it back
+//! (through `super::` or `crate::room::`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The rooms, level by level, as lib.rs declares them: the line of its
+/// module doc that starts with `Rooms, from the bottom up:` and lists them
+/// as `` `a`, `b` - `c` - ... `` (a comma between rooms of one level, a
+/// dash between levels), up to the first full stop.
+fn declared_levels() -> Vec<Vec<String>> {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let doc: String = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let start = doc
+        .find("Rooms, from the bottom up:")
+        .expect("lib.rs declares its rooms");
+    let list = &doc[start + "Rooms, from the bottom up:".len()..];
+    let list = &list[..list.find('.').unwrap_or(list.len())];
+    list.split(" - ")
+        .map(|level| {
+            level
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+/// Room -> the rooms its non-test code names (`crate::x`), as house.rs
+/// reads them.
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, code) in crate::house::non_test_sources() {
+        let room = room_of(&path);
+        if room == "lib" || room == "main" {
+            continue;
+        }
+        for name in crate::house::crate_names(&code) {
+            if name != room {
+                graph.entry(room.clone()).or_default().insert(name);
+            }
+        }
+    }
+    graph
+}
+
+fn room_of(path: &Path) -> String {
+    let first = path.components().next().unwrap();
+    Path::new(first.as_os_str())
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn every_room_imports_only_rooms_below_it_in_the_declared_order() {
+    let levels = declared_levels();
+    let level_of: BTreeMap<&str, usize> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(level, rooms)| rooms.iter().map(move |room| (room.as_str(), level)))
+        .collect();
+    let graph = imports();
+    let mut undeclared = Vec::new();
+    let mut upward = Vec::new();
+    for (room, names) in &graph {
+        let Some(&mine) = level_of.get(room.as_str()) else {
+            undeclared.push(room.clone());
+            continue;
+        };
+        for name in names {
+            match level_of.get(name.as_str()) {
+                Some(&theirs) if theirs < mine => {}
+                Some(_) => upward.push(format!("{room} -> {name}")),
+                None => undeclared.push(name.clone()),
+            }
+        }
+    }
+    assert!(
+        undeclared.is_empty(),
+        "rooms lib.rs does not declare: {undeclared:?} ({levels:?})"
+    );
+    assert!(
+        upward.is_empty(),
+        "imports that go up or sideways in lib.rs's order: {}",
+        upward.join(", ")
+    );
+}
+
+#[test]
+fn the_policy_and_the_reporting_know_nothing_of_processes_runs_or_the_command_line() {
+    let graph = imports();
+    for (room, forbidden) in [
+        ("policy", &["process", "run", "cli", "sys"][..]),
+        ("report", &["process", "run", "cli"][..]),
+    ] {
+        let found: Vec<&String> = graph[room]
+            .iter()
+            .filter(|name| forbidden.contains(&name.as_str()))
+            .collect();
+        assert!(found.is_empty(), "{room} imports {found:?}");
+    }
+}
+
+/// Inside each room's folder: file -> the sibling files its non-test code
+/// names (`super::x`, `crate::room::x`; a `mod.rs` is the room itself, not
+/// a sibling).
+fn sibling_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let sources = crate::house::non_test_sources();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, code) in &sources {
+        let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+            continue;
+        };
+        let me = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if me == "mod" {
+            continue;
+        }
+        let room = dir.to_string_lossy().replace('/', "::");
+        let siblings: BTreeSet<String> = sources
+            .iter()
+            .filter(|(other, _)| other.parent() == Some(dir))
+            .map(|(other, _)| other.file_stem().unwrap().to_string_lossy().into_owned())
+            .filter(|name| name != "mod" && *name != me)
+            .collect();
+        let key = format!("{room}::{me}");
+        let entry = graph.entry(key).or_default();
+        for prefix in ["super::".to_string(), format!("crate::{room}::")] {
+            for name in names_after(code, &prefix) {
+                if siblings.contains(&name) {
+                    entry.insert(format!("{room}::{name}"));
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The names after `prefix` in `code` (also inside `prefix{a, b::c}`).
+fn names_after(code: &str, prefix: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (at, _) in code.match_indices(prefix) {
+        let rest = &code[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            names.extend(
+                group
+                    .split(',')
+                    .map(|part| part.trim().split("::").next().unwrap_or("").to_string()),
+            );
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            names.push(rest[..end].to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn no_file_of_a_room_imports_a_file_that_imports_it_back() {
+    let graph = sibling_imports();
+    assert!(graph.len() > 50, "read the rooms: {graph:?}");
+    if let Some(cycle) = crate::house::find_loop(&graph) {
+        panic!(
+            "files of a room import each other in a loop: {}",
+            cycle.join(" -> ")
+        );
+    }
+}
