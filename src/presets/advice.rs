@@ -128,21 +128,24 @@ impl Advice {
     }
 }
 
-/// Said before the first attempt: curl without `-f` takes an HTTP error
-/// for a success. Not when success is judged by the output
+/// Said before the first attempt: what `slips` finds (a failed mirror
+/// hidden, a quiet wget, a hint file the caller's shell expanded), and curl
+/// without `-f`, which takes an HTTP error for a success. Not when success is judged by the output
 /// (`--until-output`) or curl writes the status out itself (`-w`).
-pub(crate) fn at_start(rules: &Rules, command: &[OsString]) -> Option<String> {
+pub(crate) fn at_start(rules: &Rules, command: &[OsString]) -> Vec<String> {
+    let mut said = super::slips::said_before_start(command);
     let (Some(Tool::Curl), args) = tool_of(rules, command) else {
-        return None;
+        return said;
     };
     let flags = curl_flags(args, false);
     if flags.fails || flags.writes_out || !rules.until_output.is_empty() {
-        return None;
+        return said;
     }
-    Some(
+    said.push(
         "curl runs without -f (--fail): it exits 0 on an HTTP error such as 503 or 404, so retry counts that as success; add -f (as in curl -fsS) to have HTTP errors judged"
             .to_string(),
-    )
+    );
+    said
 }
 
 /// The tool whose preset is in force, and its arguments (found through

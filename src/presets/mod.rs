@@ -23,6 +23,7 @@ mod for_run;
 pub(crate) mod locale;
 pub(crate) mod schema;
 mod show;
+mod slips;
 mod user_files;
 pub(crate) mod wrapped;
 
