@@ -1,6 +1,8 @@
 //! Releasing: the licences and changelogs, what the crate ships, and the
-//! workflows and action checked with actionlint and shellcheck (the install
-//! script that the GitHub Action runs is tested in install.rs).
+//! workflows and action checked with actionlint and shellcheck, the action's
+//! choice of release (its tag, or its `version` input when pinned by commit)
+//! run with a stand-in installer (the install script that the GitHub Action
+//! runs is tested in install.rs).
 //!
 //! The release build itself (`scripts/release`: two LTO builds, minutes) is
 //! not run here; its scripts are checked with shellcheck, and the package it
@@ -200,6 +202,21 @@ fn the_workflows_and_the_action_pass_actionlint() {
     if !tool("shellcheck", "the action's shell") {
         return;
     }
+    let body = action_run_block();
+    let mut check = Command::new("shellcheck")
+        .args(["--shell=bash", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(check.stdin.as_mut().unwrap(), body.as_bytes()).unwrap();
+    drop(check.stdin.take());
+    let out = check.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout));
+}
+
+/// The shell of action.yml's one step (its `run: |` block), unindented.
+fn action_run_block() -> String {
     let action = read("action.yml");
     let mut lines = action.lines().skip_while(|l| l.trim() != "run: |").skip(1);
     let indent = "        ";
@@ -209,15 +226,81 @@ fn the_workflows_and_the_action_pass_actionlint() {
         .map(|l| l.strip_prefix(indent).unwrap_or(l))
         .collect();
     assert!(body.len() > 5, "no run block in action.yml");
-    assert!(body.join("\n").contains("scripts/install"));
-    let mut check = Command::new("shellcheck")
-        .args(["--shell=bash", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
+    let body = body.join("\n");
+    assert!(body.contains("scripts/install"));
+    body
+}
+
+/// The action's step run by bash as the runner would run it, used at `git_ref`
+/// with the input `version`, its scripts/install a stand-in that records its
+/// arguments: (exit code, stdout, stderr, the installer's arguments).
+fn action_at(git_ref: &str, version: &str) -> (Option<i32>, String, String, String) {
+    let dir = scratch();
+    let action = dir.path().join("action");
+    fs::create_dir_all(action.join("scripts")).unwrap();
+    let called = dir.path().join("called");
+    script(
+        &action.join("scripts"),
+        "install",
+        &format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\nwhile [ $# -gt 0 ]; do [ \"$1\" = --dir ] && d=$2; shift; done\nmkdir -p \"$d\"\nprintf '#!/bin/sh\\necho retry {VERSION}\\n' > \"$d/retry\"\nchmod +x \"$d/retry\"\necho \"$d/retry\"\n",
+            called.display()
+        ),
+    );
+    for file in ["github_path", "github_output"] {
+        fs::write(dir.path().join(file), "").unwrap();
+    }
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(action_run_block())
+        .env("GITHUB_ACTION_PATH", &action)
+        .env("GITHUB_PATH", dir.path().join("github_path"))
+        .env("GITHUB_OUTPUT", dir.path().join("github_output"))
+        .env("RETRY_INSTALL_VERSION", version)
+        .env("RETRY_INSTALL_REF", git_ref)
+        .env("RETRY_INSTALL_REPOSITORY", "retry-runner/retry")
+        .env("RETRY_INSTALL_BASE_URL", "")
+        .env("RETRY_INSTALL_DIR", dir.path().join("bin"))
+        .output()
         .unwrap();
-    std::io::Write::write_all(check.stdin.as_mut().unwrap(), body.join("\n").as_bytes()).unwrap();
-    drop(check.stdin.take());
-    let out = check.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stdout));
+    let args = fs::read_to_string(&called).unwrap_or_default();
+    if out.status.success() {
+        let outputs = fs::read_to_string(dir.path().join("github_output")).unwrap();
+        assert!(
+            outputs.contains(&format!("version=retry {VERSION}")),
+            "{outputs}"
+        );
+    }
+    (
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr),
+        args.trim().to_string(),
+    )
+}
+
+#[test]
+fn the_action_installs_the_release_its_tag_or_its_version_input_names() {
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    // At a release tag: that release.
+    let (code, _, stderr, args) = action_at("v0.1.0", "");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(args.starts_with("--version v0.1.0 "), "{args}");
+    assert!(args.contains("--repo retry-runner/retry"), "{args}");
+    // Pinned by commit, with the release given: that release.
+    let (code, _, stderr, args) = action_at(commit, "0.1.0");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(args.starts_with("--version 0.1.0 "), "{args}");
+    // Pinned by commit without one: a clear failure, nothing installed.
+    let (code, stdout, _, args) = action_at(commit, "");
+    assert_eq!(code, Some(1));
+    assert!(
+        stdout.contains("::error") && stdout.contains(commit) && stdout.contains("version: X.Y.Z"),
+        "{stdout}"
+    );
+    assert!(args.is_empty(), "the installer ran: {args}");
+    // At a branch: the latest release.
+    let (code, _, stderr, args) = action_at("main", "");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(args.starts_with("--version latest "), "{args}");
 }
