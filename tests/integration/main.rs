@@ -24,6 +24,7 @@ mod messages;
 mod newcomer;
 mod outputs;
 mod package;
+mod packaging;
 mod patterns;
 mod presets;
 mod presets_locale;
