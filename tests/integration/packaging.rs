@@ -85,6 +85,25 @@ fn the_cargo_manifest_names_the_repository_the_recipes_use() {
     assert_eq!(package("license"), "MIT OR Apache-2.0");
 }
 
+/// The class-level declarations, loaded with a stand-in for Homebrew's
+/// Formula that records each one (the install and test blocks are
+/// methods: defined, not run).
+const STAND_IN: &str = r#"
+require "json"
+class Formula
+  @@declared = Hash.new { |h, k| h[k] = [] }
+  def self.method_missing(name, *args, **options, &block)
+    @@declared[name.to_s] << (args + (options.empty? ? [] : [options.transform_keys(&:to_s)]))
+  end
+  def self.respond_to_missing?(*) = true
+  # Kernel#test would take `test do ... end` for itself.
+  def self.test(*args, &block) = @@declared["test"] << [block_given?]
+  def self.declared = @@declared
+end
+load ARGV[0]
+print JSON.generate(Formula.declared)
+"#;
+
 #[test]
 fn the_homebrew_formula_is_retry_runner_at_this_version() {
     let name = "packaging/homebrew/retry-runner.rb";
@@ -120,24 +139,6 @@ fn the_homebrew_formula_is_retry_runner_at_this_version() {
         text(&out.stderr)
     );
 
-    // The class-level declarations, loaded with a stand-in for Homebrew's
-    // Formula that records each one (the install and test blocks are
-    // methods: defined, not run).
-    const STAND_IN: &str = r#"
-require "json"
-class Formula
-  @@declared = Hash.new { |h, k| h[k] = [] }
-  def self.method_missing(name, *args, **options, &block)
-    @@declared[name.to_s] << (args + (options.empty? ? [] : [options.transform_keys(&:to_s)]))
-  end
-  def self.respond_to_missing?(*) = true
-  # Kernel#test would take `test do ... end` for itself.
-  def self.test(*args, &block) = @@declared["test"] << [block_given?]
-  def self.declared = @@declared
-end
-load ARGV[0]
-print JSON.generate(Formula.declared)
-"#;
     let out = Command::new("ruby")
         .args(["-e", STAND_IN])
         .arg(&path)

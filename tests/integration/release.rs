@@ -329,6 +329,22 @@ fn binstall(key: &str, target: &str) -> String {
         .replace("{ binary-ext }", "")
 }
 
+/// The HTTPS server for cargo-binstall: `srv/` of its directory, on a free
+/// port it prints, with the certificate of `server.pem`.
+const SERVE: &str = r#"
+import functools, http.server, ssl, sys
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory="srv"))
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain("server.pem", "server.key")
+server.socket = context.wrap_socket(server.socket, server_side=True)
+server.handle_error = lambda *args: None  # a client that stops reading (binstall's probe)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
 #[test]
 fn the_binstall_metadata_names_the_release_tarballs_and_cargo_binstall_installs_one() {
     // The names scripts/release gives: retry-VERSION-TARGET.tar.gz, holding
@@ -421,20 +437,7 @@ fn the_binstall_metadata_names_the_release_tarballs_and_cargo_binstall_installs_
         printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext.cnf
         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 \
             -extfile ext.cnf 2>/dev/null");
-    const SERVE: &str = r#"
-import functools, http.server, ssl, sys
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory="srv"))
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain("server.pem", "server.key")
-server.socket = context.wrap_socket(server.socket, server_side=True)
-server.handle_error = lambda *args: None  # a client that stops reading (binstall's probe)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"#;
-    let mut server = Command::new("python3")
+    let mut https = Command::new("python3")
         .args(["-c", SERVE])
         .current_dir(work)
         .stdout(Stdio::piped())
@@ -442,10 +445,11 @@ server.serve_forever()
         .unwrap();
     let mut port = String::new();
     std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut std::io::BufReader::new(https.stdout.take().unwrap()),
         &mut port,
     )
     .unwrap();
+    assert!(!port.trim().is_empty(), "the HTTPS server did not start");
     // The crate's own manifest, its repository on the local server.
     let manifest = read("Cargo.toml").replace(
         "repository = \"https://github.com/retry-runner/retry\"",
@@ -486,8 +490,8 @@ server.serve_forever()
             .output();
         results.push((target, out, version));
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    let _ = https.kill();
+    let _ = https.wait();
     for (target, out, version) in results {
         assert!(
             out.status.success(),
