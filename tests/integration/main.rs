@@ -10,6 +10,7 @@ mod budget;
 mod ci;
 mod circuit;
 mod core;
+mod examples;
 mod exec;
 mod fleet;
 mod fleet_deployments;
