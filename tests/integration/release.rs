@@ -89,6 +89,19 @@ fn the_changelogs_have_this_version() {
         .iter()
         .find(|h| h.starts_with(&format!("## [{VERSION}] - ")))
         .unwrap_or_else(|| panic!("no entry for {VERSION}: {headings:?}"));
+    // One heading per kind under each version (Added, Changed, ...).
+    let mut kinds = Vec::new();
+    for line in changelog.lines() {
+        if line.starts_with("## ") {
+            kinds.clear();
+        } else if let Some(kind) = line.strip_prefix("### ") {
+            assert!(
+                !kinds.contains(&kind),
+                "two \"### {kind}\" under one version"
+            );
+            kinds.push(kind);
+        }
+    }
     let date = this.rsplit(' ').next().unwrap();
     assert!(
         date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
