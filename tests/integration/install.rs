@@ -11,7 +11,9 @@
 //! as its directory), a binary that is not an ELF for the target's machine
 //! or has an absurd size, a SHA256SUMS or a tarball over its size limit
 //! (also streamed without end), a tarball that unpacks too large, and a
-//! mirror that never answers or sends a byte a second.
+//! mirror that never answers or sends a byte a second. An installed
+//! `retry` that a bare `retry` will not find (the directory is not on PATH,
+//! or another `retry` comes first) is warned about, on stderr.
 //!
 //! Tarballs are made with python3's tarfile (exact member types, links
 //! included). Needs python3, curl and wget, and strip (binutils: the debug
@@ -837,6 +839,90 @@ fn the_install_script_gives_up_a_mirror_that_sends_a_byte_a_second() {
             "{by:?}: {took:?}"
         );
     }
+}
+
+/// The install script with `path` as PATH (curl, so the tools the script
+/// needs are found on the rest of the machine's PATH): its exit, stdout and
+/// stderr.
+fn installed_with_path(setup: &Setup, mirror: &Mirror, path: &str) -> (Output, String, String) {
+    let out = setup
+        .command(Downloader::Curl, mirror, VERSION)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let installed = setup.into.join("retry");
+    assert_eq!(
+        stdout.lines().last(),
+        Some(installed.to_str().unwrap()),
+        "the last stdout line is the installed path: {stdout}"
+    );
+    (out, stdout, stderr)
+}
+
+#[test]
+fn the_install_script_warns_when_its_directory_is_not_on_path_or_another_retry_comes_first() {
+    if !downloaders().contains(&Downloader::Curl) {
+        return;
+    }
+    let machine_path = std::env::var("PATH").unwrap_or_default();
+    let setup = Setup::new();
+    let mirror = Mirror::start(release(setup.path(), &borrowed(&members_with(binary()))));
+    let into = setup.into.display().to_string();
+
+    // Not on PATH: said, with what to do.
+    let (_, _, stderr) = installed_with_path(&setup, &mirror, &machine_path);
+    assert!(
+        stderr.contains(&format!("warning: {into} is not on PATH"))
+            && stderr.contains("export PATH="),
+        "{stderr}"
+    );
+
+    // On PATH, first: nothing to say.
+    let (_, _, stderr) = installed_with_path(&setup, &mirror, &format!("{into}:{machine_path}"));
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    // Another retry comes first (Debian's /usr/bin/retry, say): named, and
+    // how to put this one first; also when PATH names the directory through
+    // a symbolic link.
+    let other = setup.path().join("usr-bin");
+    fs::create_dir(&other).unwrap();
+    script(&other, "retry", "#!/bin/sh\necho Debian\n");
+    let (_, _, stderr) = installed_with_path(
+        &setup,
+        &mirror,
+        &format!("{}:{into}:{machine_path}", other.display()),
+    );
+    let shadow = format!("{}/retry", other.display());
+    assert!(
+        stderr.contains(&format!("warning: {shadow} comes before {into} on PATH")),
+        "{stderr}"
+    );
+    let link = setup.path().join("link-to-bin");
+    std::os::unix::fs::symlink(&setup.into, &link).unwrap();
+    let (_, _, stderr) = installed_with_path(
+        &setup,
+        &mirror,
+        &format!("{}:{}:{machine_path}", other.display(), link.display()),
+    );
+    assert!(
+        stderr.contains(&format!("{shadow} comes before")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not on PATH"), "{stderr}");
+
+    // Not on PATH, and a bare `retry` is another program: both said.
+    let (_, _, stderr) = installed_with_path(
+        &setup,
+        &mirror,
+        &format!("{}:{machine_path}", other.display()),
+    );
+    assert!(
+        stderr.contains("is not on PATH")
+            && stderr.contains(&format!("`retry` on PATH is {shadow}")),
+        "{stderr}"
+    );
 }
 
 /// Sanity of the mirror itself: a file, a 404, and the stop that ends a

@@ -974,7 +974,7 @@ fn output_file_keeps_its_old_content_when_the_run_fails() {
 
 #[cfg_attr(
     retry_posix,
-    ignore = "Linux only: an unnamed file vanishes with a killed run; elsewhere the named one stays until the next run (README, Platforms)"
+    ignore = "Linux only: an unnamed file vanishes with a killed run; elsewhere the named one stays until the next run (docs/platforms.md)"
 )]
 #[test]
 fn output_file_survives_sigkill_of_retry_mid_attempt_and_no_temporary_file_is_left() {

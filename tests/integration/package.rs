@@ -296,7 +296,7 @@ fn the_packaged_files_are_the_committed_ones_and_the_binary_runs() {
 }
 
 /// lintian: no error (E:) and no warning (W:); informational tags (I:) and
-/// the two overridden ones (README: Debian and Ubuntu) are allowed.
+/// the two overridden ones (CONTRIBUTING.md, "The Debian package") are allowed.
 #[test]
 fn lintian_reports_no_error_and_no_warning() {
     let Some(deb) = package() else { return };

@@ -839,7 +839,7 @@ fn foreground_keeps_the_child_in_retrys_group_and_otherwise_it_leads_its_own() {
 
 #[cfg_attr(
     retry_posix,
-    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (README, Platforms)"
+    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (docs/platforms.md)"
 )]
 #[test]
 fn no_zombie_is_left_during_the_backoff() {
@@ -877,7 +877,7 @@ fn no_zombie_is_left_during_the_backoff() {
 
 #[cfg_attr(
     retry_posix,
-    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (README, Platforms)"
+    ignore = "Linux and FreeBSD only: without a subreaper, orphans are init's to reap (docs/platforms.md)"
 )]
 #[test]
 fn orphans_are_reaped_as_they_end_while_the_attempt_still_runs() {
@@ -914,7 +914,7 @@ fn orphans_are_reaped_as_they_end_while_the_attempt_still_runs() {
 
 #[cfg_attr(
     retry_posix,
-    ignore = "Linux only: the keeper that names an attempt's processes needs a child subreaper (README, Platforms)"
+    ignore = "Linux only: the keeper that names an attempt's processes needs a child subreaper (docs/platforms.md)"
 )]
 #[test]
 fn in_retrys_group_a_worker_a_sidecar_detaches_is_not_the_attempts() {
