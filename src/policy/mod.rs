@@ -7,6 +7,7 @@
 pub mod backoff;
 pub(crate) mod classify;
 pub(crate) mod decision;
+pub(crate) mod hedging;
 pub(crate) mod next_sleep;
 pub(crate) mod rules;
 pub(crate) mod server_wait;

@@ -102,7 +102,7 @@ impl Running {
         match &self.keeper {
             // The keeper stays ours to look below until we let it go.
             Some(keeper) => {
-                crate::sys::process::reap_ended_except(keeper.pid());
+                crate::sys::process::reap_ended_except(&[keeper.pid()]);
             }
             None => reap_orphans(),
         }

@@ -18,21 +18,20 @@ mod ending;
 mod jobs;
 mod kept;
 mod leftovers;
+mod supervised;
 pub(crate) mod signals;
 mod tree;
 pub(crate) mod watchdog;
 
-use crate::outcome::{Ending, ProcessEnd};
+use crate::outcome::ProcessEnd;
 use crate::sys::process::Exit;
 use ending::not_started;
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitOptions};
+use rustix::process::{Pid, WaitOptions};
 
-use crate::process::signals::{Event, Events};
 
 /// A standard descriptor for the child. Kept as data: `spawn` is lent the
 /// descriptors (it hands the child duplicates), and `Null` opens `/dev/null`
@@ -212,105 +211,6 @@ impl Running {
             Ok(None) => None,
             // ECHILD cannot happen for our own unreaped child; do not hang.
             Err(_) => Some(ProcessEnd::Exited(255)),
-        }
-    }
-
-    /// Wait for the attempt to end, woken by its exit, its deadline or a
-    /// signal to retry (all through the one event source), whichever comes first.
-    /// `deadline` is the attempt's effective limit; `kill_after` the grace
-    /// between SIGTERM and SIGKILL. Then clean up its group and reap it.
-    pub(crate) fn supervise(
-        mut self,
-        events: &mut Events,
-        deadline: Option<Instant>,
-        kill_after: Duration,
-    ) -> Ending {
-        let mut timed_out = false;
-        let mut killed = false;
-        let mut interrupted = None;
-        let mut kill_at: Option<Instant> = None;
-        let process = loop {
-            // Adopted orphans are reaped as they end, also while the
-            // attempt runs; the attempt itself is only looked at.
-            let ours = self.keeper.as_ref().map_or(self.pid, kept::Keeper::pid);
-            crate::sys::process::reap_ended_except(ours);
-            if let Some(process) = self.peek_ending() {
-                break process;
-            }
-            let now = Instant::now();
-            if !timed_out && interrupted.is_none() && deadline.is_some_and(|d| now >= d) {
-                timed_out = true;
-                self.send(libc::SIGTERM);
-                kill_at = Some(now + kill_after);
-                continue;
-            }
-            if kill_at.is_some_and(|at| now >= at) {
-                killed = true;
-                kill_at = None;
-                self.send(libc::SIGKILL);
-                continue;
-            }
-            let wake = [
-                deadline.filter(|_| !timed_out && interrupted.is_none()),
-                kill_at,
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            match events.next(wake) {
-                Some(Event::Signal {
-                    signal,
-                    from_terminal,
-                }) => {
-                    // The terminal delivers its signals to the child too when
-                    // it shares our group; everything else we pass on.
-                    if self.own_group || !from_terminal {
-                        self.send(signal);
-                    }
-                    if interrupted.is_none() {
-                        interrupted = Some(signal);
-                        kill_at = kill_at.or(Some(Instant::now() + kill_after));
-                    }
-                }
-                Some(Event::Stop { from_terminal }) => self.stop_with_us(from_terminal),
-                // Continued (`fg`, `bg`): an attempt stopped for the terminal
-                // meanwhile may get it now.
-                Some(Event::ChildChanged | Event::Continued) => self.look_for_a_stop(),
-                None => {}
-            }
-        };
-        self.take_terminal_back();
-
-        let succeeded = process == ProcessEnd::Exited(0) && !timed_out;
-        let clean = !succeeded;
-        if clean && self.own_group {
-            // The leader is still an unreaped zombie, so its group id cannot
-            // have been reused: signal the group before reaping.
-            let _ = rustix::process::kill_process_group(self.pid, Signal::TERM);
-            let _ = rustix::process::kill_process_group(self.pid, Signal::CONT);
-        }
-        if clean && !self.own_group && self.keeper.is_none() {
-            // Its start time, which finds what it started, can be read only
-            // while it is unreaped.
-            self.start = self.start.or_else(|| tree::start_of(self.pid));
-        }
-        // A keeper is kept until what is below it has been ended: let go,
-        // it would leave that to us, mixed with what is not the attempt's.
-        if !(clean && self.keeper.is_some()) {
-            self.reap();
-        }
-        if clean {
-            interrupted = interrupted.or(self.end_leftovers(events, kill_after));
-        }
-        self.reap();
-        // Ended (or a success's, left to run): nothing for the watchdog.
-        watchdog::release();
-        reap_orphans();
-        Ending {
-            process,
-            timed_out,
-            killed,
-            interrupted,
         }
     }
 }

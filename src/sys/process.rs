@@ -128,14 +128,15 @@ fn signal_after_check(pid: Pid, start: u64, signal: Signal) {
     }
 }
 
-/// Reap every child of ours that has ended, except `keep` (a running
-/// attempt, whose pid must stay reserved for its group until retry is done
-/// with it); whether `keep` has ended (it is left unreaped). The others are
+/// Reap every child of ours that has ended, except those in `keep` (running
+/// attempts, or the copies of a hedged one, whose pids must stay reserved
+/// for their groups until retry is done with them); whether one of `keep`
+/// has ended (it is left unreaped, and the look stops there). The others are
 /// the orphans retry adopted as a subreaper: reaped as they end, none
 /// lingers as a zombie, holding a pid against the user's process limit.
 /// Each is seen first without being reaped (`WNOWAIT`), so `keep` is never
 /// reaped by accident.
-pub(crate) fn reap_ended_except(keep: Pid) -> bool {
+pub(crate) fn reap_ended_except(keep: &[Pid]) -> bool {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid buffer for waitid, which
         // writes the child's status into it; si_pid is set for every
@@ -158,7 +159,7 @@ pub(crate) fn reap_ended_except(keep: Pid) -> bool {
         if pid == 0 || !ended {
             return false;
         }
-        if pid == keep.as_raw_nonzero().get() {
+        if keep.iter().any(|kept| kept.as_raw_nonzero().get() == pid) {
             return true;
         }
         let _ = rustix::process::waitpid(Pid::from_raw(pid), rustix::process::WaitOptions::NOHANG);
