@@ -70,15 +70,29 @@ impl Run<'_> {
             scan_stdout: config.scan_stdout,
             same_file: setup.one_output_file,
             stdout_spool: files.held.as_ref().map(HeldStdout::file),
+            stderr_spool: None,
         };
         let stdin = files.stdin.for_attempt()?;
         let outcome = wiring::run(spec, &output, stdin, &mut signals.events)?;
         reporter.child_left_line_open(outcome.stderr_mid_line);
+        let taken = self.files.hint.take();
+        Ok(self.judge(outcome, taken, reporter))
+    }
+
+    /// What `classify` makes of an attempt that ended as `outcome` and left
+    /// `taken` in its hint file; the warnings it is worth.
+    pub(super) fn judge(
+        &mut self,
+        outcome: Outcome,
+        taken: Result<Option<HintContent>, String>,
+        reporter: &mut Reporter,
+    ) -> Judged {
+        let config = self.setup.config;
         if let Some(problem) = &outcome.stdin_error {
             reporter.warning("stdin", problem);
         }
         self.note_lost_output(&outcome.lost, reporter);
-        let taken = self.files.hint.take().unwrap_or_else(|problem| {
+        let taken = taken.unwrap_or_else(|problem| {
             reporter.warning("hint", &problem);
             None
         });
@@ -114,12 +128,12 @@ impl Run<'_> {
         {
             reporter.warning("preset", &advice);
         }
-        Ok(Judged {
+        Judged {
             outcome,
             hint,
             verdict,
             response,
-        })
+        }
     }
 }
 

@@ -42,6 +42,8 @@ pub(crate) struct OutputPlan<'a> {
     pub(crate) same_file: bool,
     /// `--buffer-stdout` or `-o`: stdout goes here instead.
     pub(crate) stdout_spool: Option<&'a File>,
+    /// A hedge's stderr, held apart to be said afterwards, marked.
+    pub(crate) stderr_spool: Option<&'a File>,
 }
 
 /// Which of the child's streams a pump carried.
@@ -83,7 +85,7 @@ fn output_pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok((source, sink))
 }
 
-struct PumpJob<'a> {
+pub(crate) struct PumpJob<'a> {
     source: OwnedFd,
     destination: Destination<'a>,
     stream: Stream,
@@ -98,42 +100,45 @@ pub(crate) struct AttemptSpec<'a> {
     pub(crate) kill_after: Duration,
 }
 
-pub(crate) fn run(
-    mut spec: AttemptSpec<'_>,
-    output: &OutputPlan<'_>,
-    stdin: AttemptStdin<'_>,
-    events: &mut Events,
-) -> Result<Outcome> {
-    let started = Instant::now();
-    // Set once the attempt is over and the run is ending (a signal, a time
-    // limit): a pump then stops waiting for a reader that takes nothing.
-    let abandon = AtomicBool::new(false);
-    let give_up = || abandon.load(Ordering::SeqCst);
+/// Pipes for the attempt's output as `output` asks, set in `launch`, and
+/// the pump jobs that read them (none when nothing is scanned or held).
+pub(crate) fn plumb<'a>(
+    launch: &mut Launch<'_>,
+    output: &OutputPlan<'a>,
+    give_up: &'a (dyn Fn() -> bool + Sync),
+) -> Result<Vec<PumpJob<'a>>> {
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
     let scan_stdout = scanning && output.scan_stdout;
     // Output scanned and both streams bound for the same file: one pipe for
     // both (and both scanned), so the file gets them in their exact order.
-    let one_pipe = scanning && output.same_file && output.stdout_spool.is_none();
-    if scanning {
+    let one_pipe = scanning
+        && output.same_file
+        && output.stdout_spool.is_none()
+        && output.stderr_spool.is_none();
+    if scanning || output.stderr_spool.is_some() {
         let (source, sink) = output_pipe()?;
+        let destination = match output.stderr_spool {
+            Some(spool) => Destination::File(spool.try_clone()?),
+            None => Destination::Outlet {
+                outlet: Outlet::new(2),
+                give_up,
+            },
+        };
         jobs.push(PumpJob {
             source,
-            destination: Destination::Outlet {
-                outlet: Outlet::new(2),
-                give_up: &give_up,
-            },
+            destination,
             stream: if one_pipe {
                 Stream::Both
             } else {
                 Stream::Stderr
             },
-            scanned: true,
+            scanned: scanning,
         });
         if one_pipe {
-            spec.launch.stdout = ChildIo::Fd(sink.try_clone()?);
+            launch.stdout = ChildIo::Fd(sink.try_clone()?);
         }
-        spec.launch.stderr = ChildIo::Fd(sink);
+        launch.stderr = ChildIo::Fd(sink);
     }
     if (scan_stdout && !one_pipe) || output.stdout_spool.is_some() {
         // A held stdout is never handed to the child, scanned or not: it
@@ -146,7 +151,7 @@ pub(crate) fn run(
             Some(spool) => Destination::File(spool.try_clone()?),
             None => Destination::Outlet {
                 outlet: Outlet::new(1),
-                give_up: &give_up,
+                give_up,
             },
         };
         jobs.push(PumpJob {
@@ -155,8 +160,23 @@ pub(crate) fn run(
             stream: Stream::Stdout,
             scanned: scan_stdout,
         });
-        spec.launch.stdout = ChildIo::Fd(sink);
+        launch.stdout = ChildIo::Fd(sink);
     }
+    Ok(jobs)
+}
+
+pub(crate) fn run(
+    mut spec: AttemptSpec<'_>,
+    output: &OutputPlan<'_>,
+    stdin: AttemptStdin<'_>,
+    events: &mut Events,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    // Set once the attempt is over and the run is ending (a signal, a time
+    // limit): a pump then stops waiting for a reader that takes nothing.
+    let abandon = AtomicBool::new(false);
+    let give_up = || abandon.load(Ordering::SeqCst);
+    let jobs = plumb(&mut spec.launch, output, &give_up)?;
     let AttemptStdin {
         io: stdin_io,
         feeder,
@@ -188,22 +208,7 @@ pub(crate) fn run(
         // left under RLIMIT_NPROC) is retry's own failure, with no child
         // left writing into a pipe nobody reads.
         let (sender, reports) = mpsc::channel::<(Stream, PumpReport)>();
-        let mut no_thread = None;
-        let mut job_count = 0;
-        for job in jobs {
-            let sender = sender.clone();
-            let pumping = std::thread::Builder::new().spawn_scoped(scope, move || {
-                let patterns = patterns.filter(|_| job.scanned);
-                let report = pump(job.source, job.destination, patterns, pump_watch);
-                let _ = sender.send((job.stream, report));
-            });
-            match pumping {
-                Ok(_) => job_count += 1,
-                Err(err) => {
-                    no_thread.get_or_insert(err);
-                }
-            }
-        }
+        let (job_count, mut no_thread) = start_pumps(scope, jobs, patterns, pump_watch, &sender);
         let feeder = feeder.and_then(|feeder| {
             std::thread::Builder::new()
                 .spawn_scoped(scope, move || feeder.run(feed_watch))
@@ -234,54 +239,102 @@ pub(crate) fn run(
             Ok(Err(err)) => Some(format!("{err:#}")),
             Err(_) => Some("the stdin feeder failed".to_string()),
         });
-        let mut collected = Vec::with_capacity(job_count);
-        let drain_end = Instant::now() + DRAIN;
-        while collected.len() < job_count {
-            let wait = drain_end.saturating_duration_since(Instant::now());
-            if let Ok(report) = reports.recv_timeout(wait) {
-                collected.push(report);
-            } else {
-                // Held open by something that outlived the attempt.
-                pump_cancel.cancel();
-                // Or held in a write by a reader downstream that takes
-                // nothing: let go of it once the run is ending, so that
-                // neither a signal nor a time limit waits for that reader.
-                let ending_now = crate::process::signals::terminating_arrived()
-                    || ending.as_ref().is_ok_and(|ending| ending.timed_out)
-                    || spec
-                        .deadline
-                        .is_some_and(|deadline| Instant::now() >= deadline);
-                if ending_now {
-                    abandon.store(true, Ordering::SeqCst);
-                }
-                match reports.recv_timeout(crate::sys::fd::STALL_SLICE) {
-                    Ok(report) => collected.push(report),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                }
-            }
-        }
+        let ending_now = || {
+            crate::process::signals::terminating_arrived()
+                || ending.as_ref().is_ok_and(|ending| ending.timed_out)
+                || spec
+                    .deadline
+                    .is_some_and(|deadline| Instant::now() >= deadline)
+        };
+        let collected = collect_reports(&reports, job_count, &pump_cancel, &abandon, &ending_now);
         (ending, collected, stdin_error)
     });
 
     let ending =
         ending.map_err(|err| anyhow::anyhow!("cannot start a thread for the attempt: {err}"))?;
-    let mut outcome = Outcome::unpumped(ending, started);
+    let mut outcome = Outcome::of(ending, reports, started);
     outcome.stdin_error = stdin_error;
-    for (stream, report) in reports {
-        outcome.scan.merge(&report.scan);
-        outcome.downstream_closed |= report.downstream_closed;
-        if stream != Stream::Stdout {
-            outcome.stderr_mid_line = report.ends_mid_line;
-        }
-        if let Some(error) = report.write_error {
-            outcome.lost.push(LostOutput { stream, error });
-        }
-    }
     Ok(outcome)
 }
 
+/// Start a thread for each pump job in `scope`, its report sent on
+/// `sender`: how many started, and the error of one that could not.
+pub(crate) fn start_pumps<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    jobs: Vec<PumpJob<'env>>,
+    patterns: Option<&'env PatternSet>,
+    watch: std::os::fd::BorrowedFd<'env>,
+    sender: &mpsc::Sender<(Stream, PumpReport)>,
+) -> (usize, Option<std::io::Error>) {
+    let mut started = 0;
+    let mut no_thread = None;
+    for job in jobs {
+        let sender = sender.clone();
+        let pumping = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let patterns = patterns.filter(|_| job.scanned);
+            let report = pump(job.source, job.destination, patterns, watch);
+            let _ = sender.send((job.stream, report));
+        });
+        match pumping {
+            Ok(_) => started += 1,
+            Err(err) => {
+                no_thread.get_or_insert(err);
+            }
+        }
+    }
+    (started, no_thread)
+}
+
+/// The pumps' reports (`jobs` of them), once the attempt's process is
+/// gone: a short drain, then they are cancelled (something that outlived
+/// the attempt holds the pipe); a write held by a reader downstream that
+/// takes nothing is let go (`abandon`) once `ending_now` says the run is
+/// ending, so that neither a signal nor a time limit waits for it.
+pub(crate) fn collect_reports(
+    reports: &mpsc::Receiver<(Stream, PumpReport)>,
+    jobs: usize,
+    cancel: &CancelPipe,
+    abandon: &AtomicBool,
+    ending_now: &dyn Fn() -> bool,
+) -> Vec<(Stream, PumpReport)> {
+    let mut collected = Vec::with_capacity(jobs);
+    let drain_end = Instant::now() + DRAIN;
+    while collected.len() < jobs {
+        let wait = drain_end.saturating_duration_since(Instant::now());
+        if let Ok(report) = reports.recv_timeout(wait) {
+            collected.push(report);
+        } else {
+            cancel.cancel();
+            if ending_now() {
+                abandon.store(true, Ordering::SeqCst);
+            }
+            match reports.recv_timeout(crate::sys::fd::STALL_SLICE) {
+                Ok(report) => collected.push(report),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+    collected
+}
+
 impl Outcome {
+    /// An attempt that ended as `ending`, with what its pumps reported.
+    pub(crate) fn of(ending: Ending, reports: Vec<(Stream, PumpReport)>, started: Instant) -> Outcome {
+        let mut outcome = Outcome::unpumped(ending, started);
+        for (stream, report) in reports {
+            outcome.scan.merge(&report.scan);
+            outcome.downstream_closed |= report.downstream_closed;
+            if stream != Stream::Stdout {
+                outcome.stderr_mid_line = report.ends_mid_line;
+            }
+            if let Some(error) = report.write_error {
+                outcome.lost.push(LostOutput { stream, error });
+            }
+        }
+        outcome
+    }
+
     /// An attempt whose output went nowhere through us.
     fn unpumped(ending: Ending, started: Instant) -> Outcome {
         Outcome {
