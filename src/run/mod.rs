@@ -20,6 +20,7 @@
 //! outlasts `--max-time`.
 
 mod budget;
+mod copy_stdin;
 pub(crate) mod deliver;
 mod effects;
 mod hint;

@@ -242,10 +242,45 @@ impl Feeder<'_> {
     }
 }
 
+impl Spool {
+    /// Read the rest of our stdin into the spool, to its end (hedged
+    /// attempts: every copy is given all of it).
+    pub(super) fn read_to_end(&mut self) -> Result<()> {
+        let stdin = own_fd(0);
+        let mut buffer = vec![0u8; CHUNK];
+        while !self.at_eof {
+            let count = match rustix::io::read(stdin, &mut buffer) {
+                Ok(count) => count,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::AGAIN) => {
+                    let mut watch = [crate::sys::wait::Watch::new(stdin, PollFlags::IN)];
+                    let _ = crate::sys::wait::wait_for(&mut watch, std::time::Duration::from_secs(3600));
+                    continue;
+                }
+                Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
+            };
+            if count == 0 {
+                self.at_eof = true;
+                break;
+            }
+            self.file
+                .write_all(&buffer[..count])
+                .with_context(|| format!("--stdin replay: the spool in {}", safe_fs::shown_temp_dir(&self.dir)))?;
+            self.length += count as u64;
+        }
+        Ok(())
+    }
+
+    /// The spool's file and how much of it holds the input.
+    pub(super) fn whole(&self) -> (&File, u64) {
+        (&self.file, self.length)
+    }
+}
+
 /// Write all of `bytes` to the non-blocking pipe; false when the child
 /// closed its end (EPIPE: it is done with its input, not an error) or the
 /// attempt was cancelled.
-fn send(pipe: &OwnedFd, mut bytes: &[u8], cancel: BorrowedFd<'_>) -> bool {
+pub(super) fn send(pipe: &OwnedFd, mut bytes: &[u8], cancel: BorrowedFd<'_>) -> bool {
     while !bytes.is_empty() {
         match rustix::io::write(pipe, bytes) {
             Ok(count) => bytes = &bytes[count..],
