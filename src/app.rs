@@ -17,6 +17,7 @@ use crate::circuit::{self, Circuit};
 use crate::cli::Cli;
 use crate::cli::config::{Config, Mode};
 use crate::cli::{explain, generate};
+use crate::contract::warning;
 use crate::exit::ExitStatus;
 use crate::outcome::RunOutcome;
 use crate::outcome::RunSummary;
@@ -169,12 +170,13 @@ pub fn run() -> ExitStatus {
         Mode::Generate(kind) => {
             let kind = *kind;
             let mut out = Vec::new();
-            match generate::generate(kind, Cli::command(), &mut out) {
+            let mut stdin = std::io::stdin().lock();
+            match generate::generate(kind, Cli::command(), &mut stdin, &mut out) {
                 Ok(()) => print(settings, &run_id, &out),
                 Err(err) => fail(
                     settings,
                     &run_id,
-                    &format!("--generate: {err}"),
+                    &format!("--generate: {err:#}"),
                     ExitStatus::RETRY_FAILED,
                 ),
             }
@@ -286,7 +288,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     // While retry has one thread: the watchdog is a fork that runs on.
     if let Err(err) = process::watchdog::start() {
         reporter.warning(
-            "processes",
+            warning::PROCESSES,
             &format!(
                 "no watchdog process ({err}): should retry be killed with SIGKILL, what an attempt started in the background may outlive it"
             ),
@@ -378,10 +380,10 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
     match circuit.admit() {
         Ok(decision) => {
             if let Some(warning) = &decision.warning {
-                reporter.lasting_warning("circuit", warning);
+                reporter.lasting_warning(warning::CIRCUIT, warning);
             }
             if let Some(warning) = circuit.settings_mismatch(&decision.state) {
-                reporter.warning("circuit", &warning);
+                reporter.warning(warning::CIRCUIT, &warning);
             }
             reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
@@ -434,10 +436,10 @@ fn run_result(summary: &RunSummary) -> RunResult {
 /// Tell the circuit how the admitted run ended.
 fn record(circuit: &Circuit, result: RunResult, reporter: &mut Reporter) {
     match circuit.record(result) {
-        Ok(Some(warning)) => reporter.lasting_warning("circuit", &warning),
+        Ok(Some(warning)) => reporter.lasting_warning(warning::CIRCUIT, &warning),
         Ok(None) => {}
         Err(err) => reporter.lasting_warning(
-            "circuit",
+            warning::CIRCUIT,
             &format!(
                 "circuit {}: cannot record the result: {err:#}",
                 circuit.name

@@ -6,7 +6,8 @@
 //! Rooms, from the bottom up; a room imports only rooms on its left
 //! (`tests/integration/house.rs` checks that there is no loop, that no
 //! source file passes 450 lines and that `unsafe` lives in `sys` alone):
-//! `sys` (the operating system, every `unsafe` line), `text`, `values`,
+//! `sys` (the operating system, every `unsafe` line), `contract` (exit
+//! statuses, environment, warning kinds: the words), `text`, `values`,
 //! `scan` - `exit`, `safe_fs` - `outcome`, `process` - `policy`, `state` -
 //! `circuit`, `budget`, `presets`, `report` - `cli` (what was asked) - `run`
 //! (a run and its attempts) - `app` (argv to exit status).
@@ -15,6 +16,7 @@ pub mod app;
 mod budget;
 mod circuit;
 mod cli;
+mod contract;
 pub mod exit;
 mod outcome;
 pub mod policy;

@@ -10,6 +10,7 @@
 
 mod checks;
 pub(crate) mod config;
+mod contract_text;
 pub(crate) mod deadline;
 pub(crate) mod explain;
 mod explain_rules;
@@ -54,22 +55,13 @@ const BUDGET: &str = "Retry budget (across runs and hosts)";
 const STATE: &str = "Shared state (circuits and budgets)";
 const HOOKS: &str = "Hooks and conditions";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 success; the final attempt's own status when retries run out
-or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 75 a
---circuit is open and nothing ran; 125 retry's own error (usage, a store
-that --circuit-status and the like cannot use, output that could not be
-delivered); 126 not executable; 127 not found; death by signal N is passed
-on as signal N (a shell shows 128+N). --give-up-exit CODE replaces the
-status of a run that ends on a transient failure.
+/// `--help`'s epilogue: the contract's exit statuses and environment,
+/// then examples.
+fn after_help() -> String {
+    format!("{}\n\n{EXAMPLES}", contract_text::help_epilogue())
+}
 
-The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
-RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or
-'retry-after=DURATION' there to decide for yourself), and RETRY_DEADLINE
-(Unix time in ms) when the run has a deadline: a retry that finds it cuts
-its own --max-time to what is left. --on-give-up gets RETRY_EXIT,
-RETRY_OUTCOME and RETRY_ATTEMPTS.
-
+const EXAMPLES: &str = "\
 Examples:
   retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health
   retry -- curl -fsS -D /dev/stderr -o out.json https://api.example.com/items
@@ -88,7 +80,7 @@ Examples:
                   reached. Between attempts retry sleeps a random time under a ceiling that \
                   grows from --delay by --multiplier up to --cap (full jitter by default), \
                   so many clients retrying at once spread out instead of arriving together.",
-    after_help = AFTER_HELP,
+    after_help = after_help(),
     override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --preset list | --preset show NAME\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
     max_term_width = 100
 )]

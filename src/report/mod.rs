@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::contract::warning;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
 use crate::process::Ending;
@@ -298,7 +299,7 @@ impl Reporter {
             return;
         };
         for problem in steps.write(exit_code, outcome, attempts, elapsed) {
-            self.warning("ci", &problem);
+            self.warning(warning::CI, &problem);
         }
     }
 
