@@ -3,20 +3,24 @@
 //! files are in `values`).
 //!
 //! Only syntax lives here. `config` turns a parsed [`Cli`] into validated,
-//! typed settings; no clap type is seen past that boundary.
+//! typed settings (its errors are `usage`'s); no clap type is seen past
+//! that boundary. `early` finds where a usage error is reported, from the
+//! same clap definition; `contract_text` renders the contract's tables
+//! for `--help`, `generate` (man page, completions) and the README.
 
 // Doc comments here are the help text users read, not rustdoc.
 #![allow(clippy::doc_markdown)]
 
-mod checks;
 pub(crate) mod config;
 mod contract_text;
 pub(crate) mod deadline;
+pub(crate) mod early;
 pub(crate) mod explain;
 mod explain_rules;
 pub(crate) mod generate;
 mod natural;
 mod parsers;
+pub(crate) mod usage;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -81,7 +85,7 @@ Examples:
                   grows from --delay by --multiplier up to --cap (full jitter by default), \
                   so many clients retrying at once spread out instead of arriving together.",
     after_help = after_help(),
-    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --preset list | --preset show NAME\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --preset list | --preset show NAME | --preset check FILE\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
     max_term_width = 100
 )]
 pub(crate) struct Cli {
@@ -152,7 +156,7 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) scan_stdout: bool,
 
-    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml
+    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit; 'check FILE': check a presets file and exit (0, or 125 naming each problem's line). User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml
     #[arg(long, value_name = "NAME", value_parser = PRESETS, hide_possible_values = true, help_heading = CLASSIFY)]
     pub(crate) preset: Option<String>,
 

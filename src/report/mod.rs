@@ -393,7 +393,7 @@ fn color_stderr(when: ColorWhen) -> bool {
 }
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests {

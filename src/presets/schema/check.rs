@@ -11,6 +11,7 @@ use super::{
     Document, ExitRuleDef, Kind, Origin, OutputRuleDef, Preset, PresetTable, RESERVED, Strictness,
 };
 use crate::policy::rules::{Piece, template_pieces};
+use crate::presets::error::NameError;
 
 /// Parse and check one presets document. `file` names it in messages.
 pub(crate) fn parse(
@@ -74,20 +75,17 @@ pub(crate) fn parse(
 }
 
 /// A preset name: lower-case letters, digits, `.`, `_` and `-`, not reserved.
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), NameError> {
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
     if !first_ok || !rest_ok || name.len() > 64 {
-        return Err(format!(
-            "'{}' is not a preset name (lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)",
-            crate::text::sanitize_line(name, 64)
-        ));
+        return Err(NameError::Malformed(crate::text::sanitize_line(name, 64)));
     }
     if RESERVED.contains(&name) {
-        return Err(format!("'{name}' is reserved (list, show, none)"));
+        return Err(NameError::Reserved(name.to_string()));
     }
     Ok(())
 }
@@ -138,7 +136,7 @@ fn check_preset(
 ) -> Option<Preset> {
     let before = checker.problems.len();
     if let Err(problem) = check_name(name) {
-        checker.add(span, problem);
+        checker.add(span, problem.to_string());
     }
     let description = one_line(
         checker,
