@@ -13,8 +13,8 @@ use clap::error::ErrorKind;
 use crate::budget::Budget;
 use crate::circuit::breaker::{Admission, RunResult};
 use crate::circuit::{self, Circuit};
-use crate::cli::Cli;
 use crate::cli::config::{Config, Mode, ReportFlags};
+use crate::cli::{Cli, Env};
 use crate::cli::{early, explain, generate};
 use crate::contract::warning;
 use crate::exit::ExitStatus;
@@ -107,39 +107,48 @@ pub fn run() -> ExitStatus {
     let args: Vec<OsString> = std::env::args_os().collect();
     let env = |name: &str| std::env::var_os(name);
     let run_id = run::new_run_id();
+    match configure(&args, &env, &run_id) {
+        Ok(config) => answer(&config, &env, &run_id),
+        Err(status) => status,
+    }
+}
+
+/// argv and the environment as settings, or the status of a usage error
+/// (reported as the flags before it say), of `--help` or of `--version`.
+fn configure(args: &[OsString], env: Env<'_>, run_id: &str) -> Result<Config, ExitStatus> {
     let cli = match Cli::parse_from_os(args.iter().cloned()) {
         Ok(cli) => cli,
         Err(err) => {
-            return match err.kind() {
+            let settings = early::report_settings(args, env);
+            let rendered = err.render().to_string();
+            return Err(match err.kind() {
                 ErrorKind::DisplayHelp
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let settings = early::report_settings(&args, &env);
-                    print(&settings, &run_id, err.render().to_string().as_bytes())
+                    print(&settings, run_id, rendered.as_bytes())
                 }
                 _ => {
-                    let rendered = err.render().to_string();
                     let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
                     let text = text.trim_end();
                     let logged = text
                         .strip_suffix("For more information, try '--help'.")
                         .map_or(text, str::trim_end);
-                    let settings = early::report_settings(&args, &env);
-                    refuse(&settings, &run_id, text, logged)
+                    refuse(&settings, run_id, text, logged)
                 }
-            };
+            });
         }
     };
     // A usage error found now is reported as the flags say, as clap's are.
     let flags = ReportFlags::of(&cli);
-    let config = match Config::from_cli(cli, &env) {
-        Ok(config) => config,
-        Err(err) => {
-            let settings = flags.settings(&env, CiSettings::default());
-            let message = err.to_string();
-            return refuse(&settings, &run_id, &message, &message);
-        }
-    };
+    Config::from_cli(cli, env).map_err(|err| {
+        let settings = flags.settings(env, CiSettings::default());
+        let message = err.to_string();
+        refuse(&settings, run_id, &message, &message)
+    })
+}
+
+/// What the mode asks for, and the status to end with.
+fn answer(config: &Config, env: Env<'_>, run_id: &str) -> ExitStatus {
     let settings = &config.report;
     match &config.mode {
         Mode::Generate(kind) => {
@@ -147,85 +156,85 @@ pub fn run() -> ExitStatus {
             let mut out = Vec::new();
             let mut stdin = std::io::stdin().lock();
             match generate::generate(kind, Cli::command(), &mut stdin, &mut out) {
-                Ok(()) => print(settings, &run_id, &out),
+                Ok(()) => print(settings, run_id, &out),
                 Err(err) => fail(
                     settings,
-                    &run_id,
+                    run_id,
                     &format!("--generate: {err:#}"),
                     ExitStatus::RETRY_FAILED,
                 ),
             }
         }
-        Mode::Explain => print(settings, &run_id, explain::render(&config).as_bytes()),
-        Mode::CircuitStatus => match open_circuit(&config, Access::Read).and_then(|c| c.status()) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
+        Mode::Explain => print(settings, run_id, explain::render(config).as_bytes()),
+        Mode::CircuitStatus => match open_circuit(config, Access::Read).and_then(|c| c.status()) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
-                &run_id,
+                run_id,
                 &format!("--circuit-status: {err:#}"),
                 ExitStatus::STATE_FAILED,
             ),
         },
         Mode::CircuitReset => {
-            match open_circuit(&config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
+            match open_circuit(config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
                 Ok(circuit) => print(
                     settings,
-                    &run_id,
+                    run_id,
                     format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
                 ),
                 Err(err) => fail(
                     settings,
-                    &run_id,
+                    run_id,
                     &format!("--circuit-reset: {err:#}"),
                     ExitStatus::STATE_FAILED,
                 ),
             }
         }
-        Mode::BudgetStatus => match open_budget(&config, Access::Read).and_then(|b| b.status()) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
+        Mode::BudgetStatus => match open_budget(config, Access::Read).and_then(|b| b.status()) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
-                &run_id,
+                run_id,
                 &format!("--budget-status: {err:#}"),
                 ExitStatus::STATE_FAILED,
             ),
         },
         Mode::BudgetReset => {
-            match open_budget(&config, Access::Update).and_then(|b| b.reset().map(|w| (b, w))) {
+            match open_budget(config, Access::Update).and_then(|b| b.reset().map(|w| (b, w))) {
                 Ok((budget, warnings)) => {
                     let mut text = String::new();
                     for warning in warnings {
                         text.push_str(&format!("warning: {warning}\n"));
                     }
                     text.push_str(&format!("retry budget {} reset: full\n", budget.name));
-                    print(settings, &run_id, text.as_bytes())
+                    print(settings, run_id, text.as_bytes())
                 }
                 Err(err) => fail(
                     settings,
-                    &run_id,
+                    run_id,
                     &format!("--budget-reset: {err:#}"),
                     ExitStatus::STATE_FAILED,
                 ),
             }
         }
-        Mode::PresetList => match presets::list_text(&Sources::from_env(&env)) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
-            Err(err) => refuse(settings, &run_id, &err.to_string(), &err.to_string()),
+        Mode::PresetList => match presets::list_text(&Sources::from_env(env)) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
+            Err(err) => refuse(settings, run_id, &err.to_string(), &err.to_string()),
         },
-        Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env(&env)) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
-            Err(err) => refuse(settings, &run_id, &err.to_string(), &err.to_string()),
+        Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env(env)) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
+            Err(err) => refuse(settings, run_id, &err.to_string(), &err.to_string()),
         },
         Mode::PresetCheck(path) => match presets::check_file(path) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
+            Ok(text) => print(settings, run_id, text.as_bytes()),
             Err(PresetError::Malformed(errors)) => {
                 let problems = errors.each();
                 let both: Vec<(&str, &str)> = problems.iter().map(|p| (&**p, &**p)).collect();
-                refuse_all(settings, &run_id, &both)
+                refuse_all(settings, run_id, &both)
             }
-            Err(err) => refuse(settings, &run_id, &err.to_string(), &err.to_string()),
+            Err(err) => refuse(settings, run_id, &err.to_string(), &err.to_string()),
         },
-        Mode::Run => run_command(&config, &run_id),
+        Mode::Run => run_command(config, run_id),
     }
 }
 

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use clap::builder::OsStringValueParser;
 use clap::{ArgMatches, CommandFactory, ValueEnum};
 
-use super::Cli;
-use super::config::{Env, ReportFlags};
+use super::config::ReportFlags;
+use super::{Cli, Env};
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings};
 
 /// The report settings of a usage error in `args` (argv, the program

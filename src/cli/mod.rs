@@ -35,6 +35,10 @@ use crate::report::{ColorWhen, LogFormat};
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
 use parsers::{JITTERS, PRESETS, PatternParser, parse_state_name};
 
+/// The environment, one variable at a time: `std::env::var_os`, or a
+/// test's own. Configuration reads it through this alone.
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
 /// `--stdin`: what each attempt reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum StdinMode {
@@ -399,9 +403,10 @@ impl Cli {
         natural::refuse_retry_counts(&mut command, &matches)?;
         // Takes the values out (`from_arg_matches` would copy every match
         // first); the hidden aliases, not fields of `Cli`, stay to be read.
-        let cli =
+        let mut cli =
             Cli::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut command))?;
-        Ok(natural::with_alias(cli, &matches))
+        cli.attempts = cli.attempts.or(natural::alias(&matches));
+        Ok(cli)
     }
 }
 

@@ -1191,6 +1191,10 @@ fn apt_sandbox(dir: &Path, sources: &str) -> std::path::PathBuf {
 /// a mirror's 503 is retried, a 404 or a missing Release file stops; and
 /// without the flag a 503 never reaches retry.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one mirror set up, then its cases in turn"
+)]
 fn apt_get_update_retries_a_503_from_the_mirror_and_stops_on_a_404() {
     if !have("apt-get") {
         return;

@@ -13,7 +13,7 @@ use crate::cli::Cli;
 use crate::cli::usage::UsageError;
 use crate::state::{self, StateConfig};
 
-use super::Env;
+use crate::cli::Env;
 
 /// The circuit and the budget the flags name, if any.
 #[derive(Debug)]

@@ -6,7 +6,8 @@ use crate::cli::Cli;
 use crate::cli::deadline::{self, OuterDeadline};
 use crate::cli::usage::UsageError;
 
-use super::{Env, Mode};
+use super::mode::Mode;
+use crate::cli::Env;
 
 /// The limits worked out from the flags and the environment (the others
 /// are taken from the flags as they are).

@@ -3,7 +3,8 @@
 //! used past this point.
 //!
 //! Built by parts, each a function of the parsed [`Cli`] (and of the
-//! environment, read through one [`Env`] that tests give their own), each
+//! environment, read through one [`Env`](crate::cli::Env) that tests give
+//! their own), each
 //! answering one question: `mode` (what this invocation does), `limits`
 //! (how many attempts, how long, an outer deadline), `rules` (how an
 //! attempt is judged: exit codes, patterns, the preset), `hooks`, `guards`
@@ -22,20 +23,16 @@ use std::time::Duration;
 
 use crate::budget::BudgetConfig;
 use crate::circuit::CircuitConfig;
-use crate::cli::Cli;
 use crate::cli::StdinMode;
 use crate::cli::deadline::OuterDeadline;
 use crate::cli::usage::UsageError;
+use crate::cli::{Cli, Env};
 use crate::policy::backoff::Policy;
 use crate::policy::rules::Rules;
 use crate::report::ReportSettings;
 pub(crate) use hooks::{GIVE_UP_LIMIT, Hooks};
 pub(crate) use mode::Mode;
 pub(crate) use reporting::ReportFlags;
-
-/// The environment, one variable at a time (`std::env::var_os`, or a
-/// test's own).
-pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
 #[derive(Debug)]
 pub(crate) struct Config {

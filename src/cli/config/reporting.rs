@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::Cli;
 use crate::report::{CiSettings, ColorWhen, LogFormat, ReportSettings, Verbosity};
 
-use super::Env;
+use crate::cli::Env;
 
 /// The reporting flags as given.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use crate::policy::rules::{OutputRule, PatternCompiler, RuleSet, RuleSource, Rul
 use crate::presets::{self, Request};
 use crate::values::CodeSet;
 
-use super::{Env, Mode};
+use super::mode::Mode;
+use crate::cli::Env;
 
 /// The rules of a run and what the presets gave it besides.
 #[derive(Debug)]

@@ -8,7 +8,8 @@ use toml::Spanned;
 
 use super::problems::{Checker, FileErrors};
 use super::{
-    Document, ExitRuleDef, Kind, Origin, OutputRuleDef, Preset, PresetTable, RESERVED, Strictness,
+    Document, ExitRuleDef, ExitTable, Kind, Origin, OutputRuleDef, OutputTable, Preset,
+    PresetTable, RESERVED, Strictness,
 };
 use crate::policy::rules::{Piece, template_pieces};
 use crate::presets::error::NameError;
@@ -127,25 +128,14 @@ fn one_line(checker: &mut Checker<'_>, what: &str, value: &Spanned<String>) -> O
     Some(text.clone())
 }
 
-fn check_preset(
+/// A preset's commands: file names, each once.
+fn check_commands(
     checker: &mut Checker<'_>,
     name: &str,
-    span: &Range<usize>,
-    table: PresetTable,
-    strictness: Strictness,
-) -> Option<Preset> {
-    let before = checker.problems.len();
-    if let Err(problem) = check_name(name) {
-        checker.add(span, problem.to_string());
-    }
-    let description = one_line(
-        checker,
-        &format!("preset {name}: description"),
-        &table.description,
-    );
-    let commands_span = table.commands.span();
+    commands_table: Spanned<Vec<Spanned<String>>>,
+) -> Vec<String> {
     let mut commands = Vec::new();
-    for command in table.commands.into_inner() {
+    for command in commands_table.into_inner() {
         let text = command.get_ref();
         if text.is_empty() || text.contains('/') || text.chars().any(char::is_whitespace) {
             checker.add(
@@ -164,11 +154,20 @@ fn check_preset(
             commands.push(text.clone());
         }
     }
-    let _ = commands_span;
+    commands
+}
 
+/// A preset's exit rules: their means, sources and codes (0 is no
+/// failure; a code is in one rule at most).
+fn check_exit_rules(
+    checker: &mut Checker<'_>,
+    name: &str,
+    rules: Vec<Spanned<ExitTable>>,
+    strictness: Strictness,
+) -> Vec<ExitRuleDef> {
     let mut exit = Vec::new();
     let mut seen = [None::<usize>; 256];
-    for (index, rule) in table.exit.into_iter().enumerate() {
+    for (index, rule) in rules.into_iter().enumerate() {
         let rule_span = rule.span();
         let rule = rule.into_inner();
         let at = format!("preset {name}: exit rule {}", index + 1);
@@ -216,9 +215,19 @@ fn check_preset(
             });
         }
     }
+    exit
+}
 
+/// A preset's output rules: their means, sources and patterns (a user
+/// file's patterns parsed now, and `{N}` checked against their groups).
+fn check_output_rules(
+    checker: &mut Checker<'_>,
+    name: &str,
+    rules: Vec<Spanned<OutputTable>>,
+    strictness: Strictness,
+) -> Vec<OutputRuleDef> {
     let mut output = Vec::new();
-    for (index, rule) in table.output.into_iter().enumerate() {
+    for (index, rule) in rules.into_iter().enumerate() {
         let rule_span = rule.span();
         let rule = rule.into_inner();
         let at = format!("preset {name}: output rule {}", index + 1);
@@ -268,7 +277,28 @@ fn check_preset(
             });
         }
     }
+    output
+}
 
+fn check_preset(
+    checker: &mut Checker<'_>,
+    name: &str,
+    span: &Range<usize>,
+    table: PresetTable,
+    strictness: Strictness,
+) -> Option<Preset> {
+    let before = checker.problems.len();
+    if let Err(problem) = check_name(name) {
+        checker.add(span, problem.to_string());
+    }
+    let description = one_line(
+        checker,
+        &format!("preset {name}: description"),
+        &table.description,
+    );
+    let commands = check_commands(checker, name, table.commands);
+    let exit = check_exit_rules(checker, name, table.exit, strictness);
+    let output = check_output_rules(checker, name, table.output, strictness);
     let has_transient_exit = exit.iter().any(|rule| rule.kind.retries());
     if table.other_exit == Some(Kind::Throttled) {
         checker.add(
