@@ -250,7 +250,7 @@ fn check_output_rules(
                         &rule.pattern.span(),
                         format!(
                             "{at}: pattern does not compile: {}",
-                            problem.replace('\n', " ")
+                            problem.to_string().replace('\n', " ")
                         ),
                     );
                     None
@@ -360,12 +360,12 @@ fn check_source(
 
 /// Parse a preset pattern with the regex crate's syntax and flags
 /// (`regex::bytes`: no UTF-8 requirement), without compiling it.
-fn parse_pattern(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
+fn parse_pattern(pattern: &str) -> Result<regex_syntax::hir::Hir, Box<regex_syntax::Error>> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .build()
         .parse(pattern)
-        .map_err(|err| err.to_string())
+        .map_err(Box::new)
 }
 
 fn has_placeholder(means: &str) -> bool {
@@ -373,17 +373,42 @@ fn has_placeholder(means: &str) -> bool {
         || template_pieces(means).is_err()
 }
 
+/// What is wrong with a `means` template.
+#[derive(Debug, PartialEq, Eq)]
+enum TemplateProblem {
+    /// Not a template (a lone brace), in the template reader's words.
+    Malformed(String),
+    /// `{0}`.
+    WholeMatch,
+    /// `{n}` of a pattern with fewer groups.
+    NoSuchGroup { n: usize, groups: usize },
+}
+
+impl std::fmt::Display for TemplateProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TemplateProblem::Malformed(problem) => f.write_str(problem),
+            TemplateProblem::WholeMatch => {
+                f.write_str("{0} is the whole match; name a group from {1} on")
+            }
+            TemplateProblem::NoSuchGroup { n, groups } => {
+                write!(f, "{{{n}}} but the pattern has {groups} group(s)")
+            }
+        }
+    }
+}
+
 /// Check `{N}` against the pattern's `groups` (when known).
-fn check_template(means: &str, groups: Option<usize>) -> Result<(), String> {
-    for piece in template_pieces(means)? {
+fn check_template(means: &str, groups: Option<usize>) -> Result<(), TemplateProblem> {
+    for piece in template_pieces(means).map_err(TemplateProblem::Malformed)? {
         if let Piece::Group(n) = piece {
             if n == 0 {
-                return Err("{0} is the whole match; name a group from {1} on".to_string());
+                return Err(TemplateProblem::WholeMatch);
             }
             if let Some(groups) = groups
                 && n > groups
             {
-                return Err(format!("{{{n}}} but the pattern has {groups} group(s)"));
+                return Err(TemplateProblem::NoSuchGroup { n, groups });
             }
         }
     }
