@@ -66,23 +66,13 @@ pub(crate) fn check_file(path: &Path) -> Result<String, PresetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::presets::tests::RCLONE as GOOD;
 
     fn write(dir: &Path, text: &str) -> std::path::PathBuf {
         let path = dir.join("presets.toml");
         std::fs::write(&path, text).unwrap();
         path
     }
-
-    const GOOD: &str = r#"
-[preset.rclone]
-description = "rclone: retry temporary errors"
-commands = ["rclone"]
-
-[[preset.rclone.exit]]
-kind = "transient"
-codes = "5"
-means = "rclone reported a temporary error"
-"#;
 
     #[test]
     fn a_good_file_is_summed_up() {
@@ -113,7 +103,7 @@ means = "rclone reported a temporary error"
         };
         assert_eq!(errors.file, path.display().to_string());
         let lines: Vec<usize> = errors.problems.iter().map(|(line, _)| *line).collect();
-        assert_eq!(lines, [4, 8], "{errors:?}");
+        assert_eq!(lines, [4, 9], "{errors:?}");
     }
 
     #[test]
@@ -128,7 +118,7 @@ means = "rclone reported a temporary error"
             panic!("not malformed");
         };
         assert_eq!(errors.problems.len(), 1, "{errors:?}");
-        assert_eq!(errors.problems[0].0, 13, "{errors:?}");
+        assert_eq!(errors.problems[0].0, 14, "{errors:?}");
         assert!(
             errors.problems[0]
                 .1

@@ -404,7 +404,8 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-const RCLONE: &str = r#"
+/// A user's preset (also `check`'s tests).
+pub(super) const RCLONE: &str = r#"
 [preset.rclone]
 description = "rclone: retry temporary errors"
 commands = ["rclone"]

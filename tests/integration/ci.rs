@@ -721,30 +721,7 @@ fn with_a_log_file_the_lines_go_there_and_the_folds_stay_for_the_runner() {
 #[test]
 fn on_github_a_usage_error_is_an_error_annotation_like_any_other_error() {
     let dir = scratch();
-    for (args, first) in [
-        // clap's refusal, also when the command has a --log-file of its own.
-        (
-            &[
-                "--atempts",
-                "3",
-                "sh",
-                "-c",
-                "true",
-                "--log-file",
-                "app.log",
-            ][..],
-            "unexpected argument '--atempts' found",
-        ),
-        (
-            &["-n", "0", "--", "true"],
-            "invalid value '0' for '--attempts <N>'",
-        ),
-        // A refusal of the configuration.
-        (
-            &["--splay", "5s", "-t", "1s", "true"],
-            "--splay 5s must be shorter",
-        ),
-    ] {
+    for (args, first) in REFUSED_BEFORE_A_COMMANDS_LOG_FILE {
         let out = retry_std()
             .current_dir(dir.path())
             .env("GITHUB_ACTIONS", "true")
