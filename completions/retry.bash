@@ -114,7 +114,7 @@ _retry() {
                     return 0
                     ;;
                 --preset)
-                    COMPREPLY=($(compgen -W "cargo go gradle mvn docker kubectl aws terraform registry helm gcloud az curl wget llm apt pip npm uv yarn pnpm ssh scp rsync git gh list show none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "cargo go gradle mvn docker kubectl aws terraform registry helm gcloud az curl wget llm apt pip npm uv yarn pnpm ssh scp rsync git gh list show none check" -- "${cur}"))
                     return 0
                     ;;
                 --max-retry-after)

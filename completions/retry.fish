@@ -15,7 +15,7 @@ complete -c retry -l retry-on-exit -d 'Exit codes that are worth retrying (e.g. 
 complete -c retry -l stop-on-exit -d 'Exit codes that are permanent failures: stop at once (a death by signal N counts as 128+N)' -r
 complete -c retry -l retry-on-output -d 'A failed attempt whose output has a line matching REGEX is transient (repeatable)' -r
 complete -c retry -l stop-on-output -d 'A failed attempt whose output has a line matching REGEX is permanent (repeatable)' -r
-complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml' -r -f -a "cargo\t''
+complete -c retry -l preset -d 'Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command\'s file name chooses one. \'none\': no preset; \'list\': print every preset and exit; \'show NAME\': print one in the presets-file form and exit; \'check FILE\': check a presets file and exit (0, or 125 naming each problem\'s line). User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml' -r -f -a "cargo\t''
 go\t''
 gradle\t''
 mvn\t''
@@ -43,7 +43,8 @@ git\t''
 gh\t''
 list\t''
 show\t''
-none\t''"
+none\t''
+check\t''"
 complete -c retry -l max-retry-after -d 'Longest wait a server (Retry-After, the rate-limit headers) or the hint file may ask for; a longer one, or one that would end past --max-time, ends the run at once (exhausted, the command\'s status; --give-up-exit applies), never answered by a shorter sleep' -r
 complete -c retry -l stdin -d 'What each attempt reads: auto, replay (every attempt gets the whole input), inherit, null' -r -f -a "auto\t'A terminal is inherited, a file is re-read from the offset it had when retry started, a pipe is inherited (never read ahead)'
 replay\t'Every attempt reads the same complete input (a pipe is spooled to disk)'

@@ -6,7 +6,6 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 
 use clap::CommandFactory;
 use clap::error::ErrorKind;
@@ -14,17 +13,18 @@ use clap::error::ErrorKind;
 use crate::budget::Budget;
 use crate::circuit::breaker::{Admission, RunResult};
 use crate::circuit::{self, Circuit};
-use crate::cli::Cli;
-use crate::cli::config::{Config, Mode};
-use crate::cli::{explain, generate};
+use crate::cli::config::{Config, Mode, ReportFlags};
+use crate::cli::{Cli, Env};
+use crate::cli::{early, explain, generate};
+use crate::contract::warning;
 use crate::exit::ExitStatus;
 use crate::outcome::RunOutcome;
 use crate::outcome::RunSummary;
 use crate::policy::decision::End;
-use crate::presets::{self, Sources};
+use crate::presets::{self, PresetError, Sources};
 use crate::process::{self, signals};
 use crate::report::metrics;
-use crate::report::{CiSettings, ColorWhen, Guard, LogFormat, ReportSettings, Reporter, Verbosity};
+use crate::report::{CiSettings, Guard, LogFormat, ReportSettings, Reporter};
 use crate::run;
 use crate::run::error_text;
 use crate::state::Access;
@@ -47,14 +47,19 @@ fn fail(settings: &ReportSettings, run_id: &str, message: &str, status: ExitStat
 /// A usage error: nothing ran, and retry ends with 125. `terminal` is the
 /// message as a person at the terminal reads it, `logged` the same without
 /// what helps only there (clap's closing "For more information, try
-/// '--help'."), for a log file and JSON events. With `--log-file` the error
-/// goes there and to stderr as well, so that a mistyped flag in a CI step
-/// or a cron job shows where it was typed.
+/// '--help'."), for a log file, JSON events and GitHub annotations. With
+/// `--log-file` the error goes there and to stderr as well, so that a
+/// mistyped flag in a CI step or a cron job shows where it was typed.
 fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str) -> ExitStatus {
+    refuse_all(settings, run_id, &[(terminal, logged)])
+}
+
+/// [`refuse`] with several errors, each `(terminal, logged)`.
+fn refuse_all(settings: &ReportSettings, run_id: &str, errors: &[(&str, &str)]) -> ExitStatus {
     let mut log_trouble = None;
     if settings.log_file.is_some() {
         match Reporter::new(settings, run_id) {
-            Ok(mut log) => log.error(logged),
+            Ok(mut log) => errors.iter().for_each(|(_, logged)| log.error(logged)),
             Err(err) => log_trouble = Some(format!("{err:#}")),
         }
         // On GitHub the error's annotation went to stderr already.
@@ -70,50 +75,17 @@ fn refuse(settings: &ReportSettings, run_id: &str, terminal: &str, logged: &str)
         ci: CiSettings::default(),
     };
     if let Ok(mut reporter) = Reporter::new(&on_stderr, run_id) {
-        reporter.error(if settings.format == LogFormat::Json {
-            logged
-        } else {
-            terminal
-        });
+        for (terminal, logged) in errors {
+            reporter.error(match settings.format {
+                LogFormat::Json | LogFormat::Github => logged,
+                LogFormat::Text | LogFormat::Gitlab => terminal,
+            });
+        }
         if let Some(trouble) = log_trouble {
             reporter.error(&trouble);
         }
     }
     End::Usage.exit_status(None)
-}
-
-/// Where retry's own messages go, read from argv before it is parsed, so
-/// that a usage error too honours `--log-format` and `--log-file`. Only the
-/// options before `--` are looked at.
-fn early_report_settings(args: &[OsString]) -> ReportSettings {
-    let mut settings = ReportSettings {
-        verbosity: Verbosity::Normal,
-        format: LogFormat::Text,
-        log_file: None,
-        color: ColorWhen::Auto,
-        ci: CiSettings::default(),
-    };
-    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
-    while let Some(word) = words.next() {
-        let (flag, inline) = match word.split_once('=') {
-            Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
-            None => (word.to_string(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| words.next().map(|v| v.to_string()))
-        };
-        match flag.as_str() {
-            "--" => break,
-            "--log-format" if value().as_deref() == Some("json") => {
-                settings.format = LogFormat::Json;
-            }
-            "--log-file" => settings.log_file = value().map(PathBuf::from),
-            _ => {}
-        }
-    }
-    settings
 }
 
 /// Print `text` on stdout and end well. Output that cannot be delivered is
@@ -133,113 +105,136 @@ fn print(settings: &ReportSettings, run_id: &str, text: &[u8]) -> ExitStatus {
 pub fn run() -> ExitStatus {
     signals::survive_file_size_limit();
     let args: Vec<OsString> = std::env::args_os().collect();
+    let env = |name: &str| std::env::var_os(name);
     let run_id = run::new_run_id();
+    match configure(&args, &env, &run_id) {
+        Ok(config) => answer(&config, &env, &run_id),
+        Err(status) => status,
+    }
+}
+
+/// argv and the environment as settings, or the status of a usage error
+/// (reported as the flags before it say), of `--help` or of `--version`.
+fn configure(args: &[OsString], env: Env<'_>, run_id: &str) -> Result<Config, ExitStatus> {
     let cli = match Cli::parse_from_os(args.iter().cloned()) {
         Ok(cli) => cli,
         Err(err) => {
-            return match err.kind() {
+            let settings = early::report_settings(args, env);
+            let rendered = err.render().to_string();
+            return Err(match err.kind() {
                 ErrorKind::DisplayHelp
                 | ErrorKind::DisplayVersion
                 | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let settings = early_report_settings(&args);
-                    print(&settings, &run_id, err.render().to_string().as_bytes())
+                    print(&settings, run_id, rendered.as_bytes())
                 }
                 _ => {
-                    let rendered = err.render().to_string();
                     let text = rendered.strip_prefix("error: ").unwrap_or(&rendered);
                     let text = text.trim_end();
                     let logged = text
                         .strip_suffix("For more information, try '--help'.")
                         .map_or(text, str::trim_end);
-                    let settings = early_report_settings(&args);
-                    refuse(&settings, &run_id, text, logged)
+                    refuse(&settings, run_id, text, logged)
                 }
-            };
+            });
         }
     };
-    let config = match Config::from_cli(cli) {
-        Ok(config) => config,
-        Err(err) => {
-            let settings = early_report_settings(&args);
-            return refuse(&settings, &run_id, &err.0, &err.0);
-        }
-    };
+    // A usage error found now is reported as the flags say, as clap's are.
+    let flags = ReportFlags::of(&cli);
+    Config::from_cli(cli, env).map_err(|err| {
+        let settings = flags.settings(env, CiSettings::default());
+        let message = err.to_string();
+        refuse(&settings, run_id, &message, &message)
+    })
+}
+
+/// What the mode asks for, and the status to end with.
+fn answer(config: &Config, env: Env<'_>, run_id: &str) -> ExitStatus {
     let settings = &config.report;
     match &config.mode {
         Mode::Generate(kind) => {
             let kind = *kind;
             let mut out = Vec::new();
-            match generate::generate(kind, Cli::command(), &mut out) {
-                Ok(()) => print(settings, &run_id, &out),
+            let mut stdin = std::io::stdin().lock();
+            match generate::generate(kind, Cli::command(), &mut stdin, &mut out) {
+                Ok(()) => print(settings, run_id, &out),
                 Err(err) => fail(
                     settings,
-                    &run_id,
-                    &format!("--generate: {err}"),
+                    run_id,
+                    &format!("--generate: {err:#}"),
                     ExitStatus::RETRY_FAILED,
                 ),
             }
         }
-        Mode::Explain => print(settings, &run_id, explain::render(&config).as_bytes()),
-        Mode::CircuitStatus => match open_circuit(&config, Access::Read).and_then(|c| c.status()) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
+        Mode::Explain => print(settings, run_id, explain::render(config).as_bytes()),
+        Mode::CircuitStatus => match open_circuit(config, Access::Read).and_then(|c| c.status()) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
-                &run_id,
+                run_id,
                 &format!("--circuit-status: {err:#}"),
                 ExitStatus::STATE_FAILED,
             ),
         },
         Mode::CircuitReset => {
-            match open_circuit(&config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
+            match open_circuit(config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
                 Ok(circuit) => print(
                     settings,
-                    &run_id,
+                    run_id,
                     format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
                 ),
                 Err(err) => fail(
                     settings,
-                    &run_id,
+                    run_id,
                     &format!("--circuit-reset: {err:#}"),
                     ExitStatus::STATE_FAILED,
                 ),
             }
         }
-        Mode::BudgetStatus => match open_budget(&config, Access::Read).and_then(|b| b.status()) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
+        Mode::BudgetStatus => match open_budget(config, Access::Read).and_then(|b| b.status()) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
             Err(err) => fail(
                 settings,
-                &run_id,
+                run_id,
                 &format!("--budget-status: {err:#}"),
                 ExitStatus::STATE_FAILED,
             ),
         },
         Mode::BudgetReset => {
-            match open_budget(&config, Access::Update).and_then(|b| b.reset().map(|w| (b, w))) {
+            match open_budget(config, Access::Update).and_then(|b| b.reset().map(|w| (b, w))) {
                 Ok((budget, warnings)) => {
                     let mut text = String::new();
                     for warning in warnings {
                         text.push_str(&format!("warning: {warning}\n"));
                     }
                     text.push_str(&format!("retry budget {} reset: full\n", budget.name));
-                    print(settings, &run_id, text.as_bytes())
+                    print(settings, run_id, text.as_bytes())
                 }
                 Err(err) => fail(
                     settings,
-                    &run_id,
+                    run_id,
                     &format!("--budget-reset: {err:#}"),
                     ExitStatus::STATE_FAILED,
                 ),
             }
         }
-        Mode::PresetList => match presets::list_text(&Sources::from_env()) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
-            Err(err) => refuse(settings, &run_id, &err, &err),
+        Mode::PresetList => match presets::list_text(&Sources::from_env(env)) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
+            Err(err) => refuse(settings, run_id, &err.to_string(), &err.to_string()),
         },
-        Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env()) {
-            Ok(text) => print(settings, &run_id, text.as_bytes()),
-            Err(err) => refuse(settings, &run_id, &err, &err),
+        Mode::PresetShow(name) => match presets::show_text(name, &Sources::from_env(env)) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
+            Err(err) => refuse(settings, run_id, &err.to_string(), &err.to_string()),
         },
-        Mode::Run => run_command(&config, &run_id),
+        Mode::PresetCheck(path) => match presets::check_file(path) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
+            Err(PresetError::Malformed(errors)) => {
+                let problems = errors.each();
+                let both: Vec<(&str, &str)> = problems.iter().map(|p| (&**p, &**p)).collect();
+                refuse_all(settings, run_id, &both)
+            }
+            Err(err) => refuse(settings, run_id, &err.to_string(), &err.to_string()),
+        },
+        Mode::Run => run_command(config, run_id),
     }
 }
 
@@ -288,7 +283,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
     // While retry has one thread: the watchdog is a fork that runs on.
     if let Err(err) = process::watchdog::start() {
         reporter.warning(
-            "processes",
+            warning::PROCESSES,
             &format!(
                 "no watchdog process ({err}): should retry be killed with SIGKILL, what an attempt started in the background may outlive it"
             ),
@@ -380,10 +375,10 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
     match circuit.admit() {
         Ok(decision) => {
             if let Some(warning) = &decision.warning {
-                reporter.lasting_warning("circuit", warning);
+                reporter.lasting_warning(warning::CIRCUIT, warning);
             }
             if let Some(warning) = circuit.settings_mismatch(&decision.state) {
-                reporter.warning("circuit", &warning);
+                reporter.warning(warning::CIRCUIT, &warning);
             }
             reporter.policy(&circuit.summary(&decision.state));
             if let Admission::Refuse { until_ms, probing } = decision.admission {
@@ -436,10 +431,10 @@ fn run_result(summary: &RunSummary) -> RunResult {
 /// Tell the circuit how the admitted run ended.
 fn record(circuit: &Circuit, result: RunResult, reporter: &mut Reporter) {
     match circuit.record(result) {
-        Ok(Some(warning)) => reporter.lasting_warning("circuit", &warning),
+        Ok(Some(warning)) => reporter.lasting_warning(warning::CIRCUIT, &warning),
         Ok(None) => {}
         Err(err) => reporter.lasting_warning(
-            "circuit",
+            warning::CIRCUIT,
             &format!(
                 "circuit {}: cannot record the result: {err:#}",
                 circuit.name

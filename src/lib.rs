@@ -3,32 +3,49 @@
 //! everything, so that benchmarks and tests drive the very same code (the
 //! contention simulation uses `policy::backoff`). Only what they need is public.
 //!
-//! Rooms, from the bottom up: `sys`, `text`, `values`, `scan` - `exit`,
-//! `safe_fs` - `outcome` - `process`, `policy` - `state`, `presets`,
+//! Rooms, from the bottom up: `sys`, `contract`, `text`, `values`, `scan` -
+//! `exit`, `safe_fs` - `outcome` - `process`, `policy` - `state`, `presets`,
 //! `report` - `circuit`, `budget` - `cli` - `run` - `app`. A comma stands
 //! between rooms of one level, which know nothing of each other; a dash
 //! between levels: a room imports only rooms of the levels before it.
-//! `sys` is the operating system (every `unsafe` line); `outcome` the words
-//! every level shares about how things ended; `policy` decides and is pure
-//! (no process, run, command line or system); `run` carries out what it
-//! decides; `app` is argv to exit status. `tests/integration/house.rs` and
-//! `house_order.rs` check the order, that no room's files import each
-//! other in a loop, that no source file passes 450 lines and that
-//! `unsafe` lives in `sys` alone.
+//! `sys` is the operating system (every `unsafe` line); `contract` the
+//! words of the public interface (exit statuses, environment, warning
+//! kinds); `outcome` the words every level shares about how things ended;
+//! `policy` decides and is pure (no process, run, command line or system);
+//! `run` carries out what it decides; `app` is argv to exit status.
+//! `tests/integration/house.rs` and `house_order.rs` check the order, that
+//! no room's files import each other in a loop, that no source file passes
+//! 450 lines and that `unsafe` lives in `sys` alone.
 
 pub mod app;
 mod budget;
 mod circuit;
 mod cli;
+mod contract;
 pub mod exit;
 mod outcome;
+// Three rooms still have functions over clippy's 100 lines (the rest of
+// the crate allows them one by one, where a list is long): until each
+// gets its own `#[allow]` with a reason, or is split, the room allows them.
+#[allow(
+    clippy::too_many_lines,
+    reason = "classify::decide and decision's test table: to be allowed one by one"
+)]
 pub mod policy;
 mod presets;
 mod process;
 mod report;
+#[allow(
+    clippy::too_many_lines,
+    reason = "attempt::run and Attempts::attempts: to be allowed one by one or split"
+)]
 mod run;
 mod safe_fs;
 mod scan;
+#[allow(
+    clippy::too_many_lines,
+    reason = "file::dir::open_checked and two test tables of redis: to be allowed one by one"
+)]
 mod state;
 mod sys;
 mod text;

@@ -7,7 +7,8 @@
 //! outer deadline, and a deadline that cannot be read cannot be kept. A
 //! deadline already past is no error: the run starts no attempt.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 /// The variable's name.
@@ -32,9 +33,31 @@ pub(crate) struct OuterDeadline {
     pub(crate) left: Duration,
 }
 
-/// `RETRY_DEADLINE` from retry's own environment.
-pub(crate) fn from_env() -> Result<Option<OuterDeadline>, String> {
-    match std::env::var_os(VARIABLE) {
+/// A `RETRY_DEADLINE` that cannot be read: the value as shown, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DeadlineError {
+    /// The value, made one safe line.
+    shown: String,
+    why: &'static str,
+}
+
+impl fmt::Display for DeadlineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{VARIABLE} '{}': {} (Unix time in milliseconds is expected)",
+            self.shown, self.why
+        )
+    }
+}
+
+impl std::error::Error for DeadlineError {}
+
+/// `RETRY_DEADLINE` from retry's own environment (`env` reads it).
+pub(crate) fn from_env(
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Option<OuterDeadline>, DeadlineError> {
+    match env(VARIABLE) {
         None => Ok(None),
         Some(value) => parse(&value, SystemTime::now(), Instant::now()),
     }
@@ -47,13 +70,15 @@ pub(crate) fn parse(
     value: &OsStr,
     now: SystemTime,
     instant: Instant,
-) -> Result<Option<OuterDeadline>, String> {
+) -> Result<Option<OuterDeadline>, DeadlineError> {
     if value.is_empty() {
         return Ok(None);
     }
     let shown = crate::text::sanitize_line(&value.to_string_lossy(), 40);
-    let problem =
-        |why: &str| format!("{VARIABLE} '{shown}': {why} (Unix time in milliseconds is expected)");
+    let problem = |why: &'static str| DeadlineError {
+        shown: shown.clone(),
+        why,
+    };
     let Some(text) = value.to_str() else {
         return Err(problem("not text (bytes that are not UTF-8)"));
     };
@@ -107,7 +132,7 @@ mod tests {
 
     fn read(value: &str) -> Result<Option<OuterDeadline>, String> {
         let now = SystemTime::UNIX_EPOCH + Duration::from_millis(NOW_MS);
-        parse(OsStr::new(value), now, Instant::now())
+        parse(OsStr::new(value), now, Instant::now()).map_err(|err| err.to_string())
     }
 
     #[test]

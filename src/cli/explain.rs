@@ -256,7 +256,23 @@ fn throttled_line(config: &Config) -> String {
     )
 }
 
+/// `--explain`: what the policy is, its schedule, and the rules.
 pub(crate) fn render(config: &Config) -> String {
+    let mut out = preamble(config);
+    let _ = writeln!(out);
+    out.push_str(&schedule(config));
+    let _ = writeln!(out);
+    out.push_str(&explain_rules::rules_text(&config.rules));
+    // Why a wrapped command has no preset; the command's locale.
+    for note in &config.preset_notes {
+        let _ = writeln!(out, "  {note}");
+    }
+    out
+}
+
+/// What the schedule is made of: the policy, the command, what was said
+/// about the flags, the conditions, the budget, the splay.
+fn preamble(config: &Config) -> String {
     let policy = &config.policy;
     let mut out = String::new();
     let _ = writeln!(
@@ -307,8 +323,13 @@ pub(crate) fn render(config: &Config) -> String {
             "Decorrelated jitter: the ceiling is the largest possible draw; means are simulated ({SIMULATED_RUNS} runs)."
         );
     }
-    let _ = writeln!(out);
+    out
+}
 
+/// The table of retries, and where the limits end it.
+fn schedule(config: &Config) -> String {
+    let policy = &config.policy;
+    let mut out = String::new();
     let retries = match config.attempts {
         Some(n) => n.saturating_sub(1).min(MAX_ROWS),
         None => MAX_ROWS,
@@ -393,12 +414,6 @@ pub(crate) fn render(config: &Config) -> String {
                 human(policy.cap)
             );
         }
-    }
-    let _ = writeln!(out);
-    out.push_str(&explain_rules::rules_text(&config.rules));
-    // Why a wrapped command has no preset; the command's locale.
-    for note in &config.preset_notes {
-        let _ = writeln!(out, "  {note}");
     }
     out
 }

@@ -1,13 +1,20 @@
 //! `--generate KIND`: the man page and the shell completion scripts, made
 //! from the clap definition itself so they never drift from the binary. The
 //! committed copies under `completions/` and `man/` are checked against this
-//! output by a test; `scripts/generate` rewrites them.
+//! output by a test; `scripts/generate` rewrites them, and the README's
+//! generated blocks with the hidden `--generate markdown` (a Markdown file
+//! on stdin, printed with its blocks rendered anew: `contract_text`).
 
-use std::io::Write;
+use std::io::{Read, Write};
+
+use anyhow::Context;
 
 use clap::ValueEnum;
 use clap_complete::Shell;
 use roff::{Roff, bold, italic, roman};
+
+use super::contract_text::{self, sentence, variable_sentences};
+use crate::contract::{ENVIRONMENT, EXIT_STATUSES, WARNING_KINDS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Kind {
@@ -17,16 +24,23 @@ pub(crate) enum Kind {
     Fish,
     Elvish,
     Powershell,
+    /// The Markdown file on stdin with its generated blocks rewritten
+    /// (for `scripts/generate`, not for users: hidden).
+    #[value(hide = true)]
+    Markdown,
 }
 
-/// Write `kind` for the command line `command` (the clap definition).
+/// Write `kind` for the command line `command` (the clap definition);
+/// `input` is read only by [`Kind::Markdown`].
 pub(crate) fn generate(
     kind: Kind,
     mut command: clap::Command,
+    input: &mut dyn Read,
     out: &mut dyn Write,
-) -> std::io::Result<()> {
+) -> anyhow::Result<()> {
     let shell = match kind {
-        Kind::Man => return man_page(&command, out),
+        Kind::Man => return Ok(man_page(&command, out)?),
+        Kind::Markdown => return markdown(input, out),
         Kind::Bash => Shell::Bash,
         Kind::Zsh => Shell::Zsh,
         Kind::Fish => Shell::Fish,
@@ -39,10 +53,22 @@ pub(crate) fn generate(
     // Past `--` the words are a command line of their own: complete it as
     // one (zsh does already, from the COMMAND argument's value hint).
     match kind {
-        Kind::Bash => out.write_all(BASH_COMMAND.as_bytes()),
-        Kind::Fish => out.write_all(FISH_COMMAND.as_bytes()),
-        _ => Ok(()),
+        Kind::Bash => out.write_all(BASH_COMMAND.as_bytes())?,
+        Kind::Fish => out.write_all(FISH_COMMAND.as_bytes())?,
+        _ => {}
     }
+    Ok(())
+}
+
+/// `--generate markdown`: stdin's Markdown with its blocks rendered anew.
+fn markdown(input: &mut dyn Read, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut text = String::new();
+    input
+        .read_to_string(&mut text)
+        .context("reading Markdown from stdin")?;
+    let (text, _) = contract_text::rewrite_blocks(&text)?;
+    out.write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// Bash: after `--`, the command and its own arguments (bash-completion's
@@ -85,126 +111,6 @@ const ALGORITHM: &[&str] = &[
     "A run with a deadline (--max-time) gives it to the command and to --on-retry as RETRY_DEADLINE, Unix time in milliseconds. A retry that finds RETRY_DEADLINE in its own environment never runs past it: its --max-time is cut to what is left (or set to it, without one), it passes the outer deadline on unchanged, and --on-give-up is cut off there too; -v and --explain say so. A deadline already past starts no attempt (outcome deadline, exit 124); a value that is not a whole number of milliseconds (or looks like seconds) is a usage error, exit 125; empty counts as unset.",
     "Hooks are shell commands (/bin/sh -c CMD) treated like attempts: each in its own process group outside a terminal's foreground, terminated (SIGTERM, then SIGKILL after --kill-after) at its limit with whatever it started, and a signal to retry while one runs is passed on and ends the run. Their stdin is /dev/null; their stdout and stderr go to retry's stderr (never to --log-file). --on-retry runs after each backoff sleep, right before the retry, with the RETRY_* variables of the attempt to come; it is bounded by --timeout and --max-time, and its failure is a warning. --on-give-up runs once when the run fails (attempts exhausted, --max-time, a permanent failure, an empty retry budget), never on success nor when retry is interrupted by a signal; it is bounded by --timeout, else 60 seconds. Each hook is reported as a JSON hook event.",
     "Outside a terminal's foreground each attempt runs in its own process group, so termination reaches everything it started, and whatever a failed attempt left running in its group is terminated before the next attempt. In the foreground of a terminal (or with --foreground) the child stays in retry's group, so it can read the terminal and Ctrl-C reaches it; termination then goes to each process the attempt started (its descendants and the orphans it left, found through /proc). Every signal sent to retry that ends a process by default (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGABRT, SIGXCPU, SIGVTALRM, SIGPROF, on Linux SIGPWR and the real-time signals) is passed on to the attempt (and cuts a sleep short); retry then starts no further attempt and dies of the same signal, so a calling script stops as it would for the command itself. Signals the caller ignored (nohup, trap '' PIPE) stay ignored, for retry and the command. Retry ignores SIGXFSZ: a write of its own past ulimit -f fails (a --stdin replay spool ends the run with 125) instead of killing it. Ctrl-Z stops the attempt with retry, and fg or bg continue both; an attempt that wants the terminal (a /dev/tty prompt while stdin is a pipe) gets it while retry holds it, and in the background the job stops until fg gives it. Time limits are real time: the time retry is stopped counts, and no attempt starts after --max-time. If retry is killed outright (SIGKILL), the command is killed with it, but not what the command started in turn: that stays in the attempt's process group; nor a set-uid, set-gid or file-capability command (sudo, su, ping), for which the kernel clears the parent-death signal: it stays in the attempt's group too (kill -- -PGID ends it). In retry's group on Linux a keeper process kills both when retry dies.",
-];
-
-const EXIT_STATUS: &[(&str, &str)] = &[
-    (
-        "0",
-        "An attempt succeeded; with --until-failure, every run passed.",
-    ),
-    (
-        "the child's",
-        "The final attempt failed with that exit code (permanent, or a limit was reached); 1 when it exited 0 but no line matched --until-output; with --until-failure, the first failure's status.",
-    ),
-    (
-        "124",
-        "The final attempt was terminated by --timeout or --max-time (137 if SIGKILL was needed after --kill-after); also a run whose deadline (RETRY_DEADLINE) had passed before its first attempt.",
-    ),
-    (
-        "125",
-        "Retry itself failed: a usage error or a bad flag value (nothing was run), a state store that --circuit-status, --circuit-reset, --budget-status or --budget-reset cannot use, a --stdin replay spool that filled up, or output that could not be delivered (--buffer-stdout, -o), even after a successful attempt.",
-    ),
-    ("126", "The command was found but could not be executed."),
-    ("127", "The command was not found."),
-    (
-        "75",
-        "A circuit (--circuit) is open: the command was not run; try again later (EX_TEMPFAIL).",
-    ),
-    (
-        "CODE",
-        "--give-up-exit CODE: the run ended on a transient failure (attempts exhausted, --max-time or RETRY_DEADLINE, the retry budget refused, a circuit open), for a CI system to retry the job. A permanent failure keeps the command's status, retry's own errors theirs (125 and the like), a signal its own; the JSON done event still gives the command's status as command_exit_code.",
-    ),
-    (
-        "signal N",
-        "The final attempt died of signal N, or retry received signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT or any other that ends a process by default): retry dies of the same signal (core dumps off), so a shell shows 128+N. A command that died of SIGPIPE (its reader went away) ends the run quietly with 141.",
-    ),
-];
-
-const ENVIRONMENT: &[(&str, &str)] = &[
-    (
-        "RETRY_ATTEMPT",
-        "Given to the child: this attempt's number, from 1. Its presence in retry's own environment means retry runs inside another retry, which retry warns about (attempts multiply) unless an outer deadline (RETRY_DEADLINE) bounds it.",
-    ),
-    (
-        "RETRY_MAX_ATTEMPTS",
-        "Given to the child: the attempt limit, or empty when unlimited.",
-    ),
-    (
-        "RETRY_DEADLINE",
-        "Given to the child and to the hooks when the run has a deadline (--max-time, or an outer one): the deadline as Unix time in milliseconds (not --timeout, which is an attempt's). Read by retry itself: a retry started inside another (or by a CI job that sets it) cuts its --max-time to what is left; past, no attempt starts (exit 124); not a whole number of milliseconds, exit 125; empty counts as unset.",
-    ),
-    (
-        "RETRY_RUN_ID",
-        "Given to the child: a random identifier, the same for every attempt of one run (usable as an idempotency key).",
-    ),
-    (
-        "RETRY_PREVIOUS_EXIT",
-        "Given to the child: the previous attempt's exit status as retry reports it (128+N for a signal; 124 when it timed out, 137 when it then had to be killed), empty on the first attempt.",
-    ),
-    (
-        "RETRY_HINT_FILE",
-        "Given to the child: a path in a private directory of the run that the attempt may write one word to, which decides over every rule except what is decided first (a success, a timeout, a death by SIGINT, SIGQUIT or SIGPIPE): 'permanent' (stop now), 'transient' (retry), 'throttled' (retry, the backoff growing from the larger of --delay and --throttle-delay), or 'retry-after=DURATION' (retry after exactly that long, not clamped by --cap; a request longer than --max-retry-after ends the run, as a server's does). It may also hold the headers of an HTTP response, as curl -D \"$RETRY_HINT_FILE\" writes them: they are read as the response headers in the output are (see the rate limits above), with or without --retry-after. Only a regular file of at most 256 KiB is read, after the attempt; it is removed before the next. Empty (no hint file, with a warning) only where no private directory can be made at all: no $TMPDIR and no usable place (an empty root without /tmp).",
-    ),
-    (
-        "RETRY_EXIT",
-        "Given to --on-give-up: the status retry is about to exit with (128+N for signal N).",
-    ),
-    (
-        "RETRY_OUTCOME",
-        "Given to --on-give-up: how the run ended, as the JSON done event's outcome: exhausted, deadline, permanent or budget-exhausted.",
-    ),
-    (
-        "RETRY_ATTEMPTS",
-        "Given to --on-give-up: the number of attempts that ran. The hooks also get RETRY_MAX_ATTEMPTS and RETRY_RUN_ID (--on-retry all the child's variables for the attempt to come, but no hint file).",
-    ),
-    (
-        "RETRY_STATE_DIR",
-        "Where circuits (--circuit) and budgets (--budget) are kept when neither --state-dir nor a Redis URL is given; when it is unset or empty, $XDG_STATE_HOME/retry, else $HOME/.local/state/retry, else the same under the password entry's home, else /tmp/retry-state-UID. A home counts when it is an absolute path to an existing directory that can hold the state directory: a missing or relative one is skipped, never created.",
-    ),
-    (
-        "RETRY_STATE_URL",
-        "A Redis URL (redis://[user:password@]host:port/db, rediss:// for TLS; redis://host:port,host:port for the seed nodes of a Redis Cluster; redis+sentinel://host:26379,host/master[/db] for Sentinel) where circuits and budgets are kept, shared by a fleet; the same as --state-url, but ignored when --state-dir is given, and empty counts as unset. Read only when a circuit or budget needs a store.",
-    ),
-    (
-        "RETRY_STATE_CA",
-        "A PEM file of CA certificates a rediss:// server's certificate may chain to, besides the system's trust store and the public web roots; the same as --state-ca, which wins. Empty counts as unset. Read only when a rediss:// URL is used.",
-    ),
-    (
-        "RETRY_PRESETS",
-        "A presets file read instead of $XDG_CONFIG_HOME/retry/presets.toml (see PRESETS); it must exist. Empty counts as unset.",
-    ),
-    (
-        "XDG_CONFIG_HOME",
-        "Where the user's presets file is looked for: $XDG_CONFIG_HOME/retry/presets.toml, else ~/.config/retry/presets.toml.",
-    ),
-    (
-        "XDG_STATE_HOME, HOME",
-        "Where the state directory is when RETRY_STATE_DIR is not set (see above).",
-    ),
-    (
-        "TMPDIR",
-        "Where the run's private directory (for RETRY_HINT_FILE) and the unnamed spools of --stdin replay and --buffer-stdout go. Empty counts as unset.",
-    ),
-    (
-        "XDG_RUNTIME_DIR",
-        "Where the run's private directory goes when TMPDIR is not set, if it is the user's own 0700 directory with 1 MiB free (else, for root, /dev/shm, sticky and with 1 MiB free; else /tmp): a file system in memory, so a plain run writes nothing to disk.",
-    ),
-    (
-        "NO_COLOR",
-        "When set and not empty, --color auto never colours retry's messages (--color always still does).",
-    ),
-    (
-        "CLICOLOR, CLICOLOR_FORCE, TERM",
-        "Under --color auto: CLICOLOR=0 or TERM=dumb turns colour off; a non-empty CLICOLOR_FORCE turns it on even off a terminal, unless NO_COLOR is set (the rules of the anstream crate, which ripgrep and fd follow too).",
-    ),
-    (
-        "GITHUB_ACTIONS, GITLAB_CI",
-        "When true (exactly), and no --log-format is given, retry's messages are in the github or gitlab format: each attempt folded, failures as annotations on GitHub.",
-    ),
-    (
-        "GITHUB_OUTPUT, GITHUB_STEP_SUMMARY",
-        "When set (to existing regular files), the outermost retry appends its outputs (attempts, exit_code, outcome) and a summary table of the attempts at the end of every run, whatever the log format.",
-    ),
 ];
 
 const EXAMPLES: &[(&str, &str)] = &[
@@ -280,6 +186,31 @@ fn presets_section(roff: &mut Roff) {
     }
 }
 
+/// EXIT STATUS, ENVIRONMENT and WARNINGS: the contract's tables.
+fn contract_sections(roff: &mut Roff) {
+    roff.control("SH", ["EXIT STATUS"]);
+    for status in EXIT_STATUSES {
+        roff.control("TP", [])
+            .text([bold(status.code)])
+            .text([roman(sentence(status.meaning))]);
+    }
+    roff.control("SH", ["ENVIRONMENT"]);
+    for variable in ENVIRONMENT {
+        roff.control("TP", [])
+            .text([bold(variable.name)])
+            .text([roman(variable_sentences(variable))]);
+    }
+    roff.control("SH", ["WARNINGS"]);
+    roff.text([roman(
+        "Each warning of retry's has a kind: the kind field of a JSON warning event (--log-format json).",
+    )]);
+    for warning in WARNING_KINDS {
+        roff.control("TP", [])
+            .text([bold(warning.kind)])
+            .text([roman(sentence(warning.meaning))]);
+    }
+}
+
 fn man_page(command: &clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
     let man = clap_mangen::Man::new(command.clone());
     man.render_title(out)?;
@@ -300,18 +231,7 @@ fn man_page(command: &clap::Command, out: &mut dyn Write) -> std::io::Result<()>
     man.render_options_section(out)?;
 
     let mut roff = Roff::new();
-    roff.control("SH", ["EXIT STATUS"]);
-    for (status, meaning) in EXIT_STATUS {
-        roff.control("TP", [])
-            .text([bold(*status)])
-            .text([roman(*meaning)]);
-    }
-    roff.control("SH", ["ENVIRONMENT"]);
-    for (name, meaning) in ENVIRONMENT {
-        roff.control("TP", [])
-            .text([bold(*name)])
-            .text([roman(*meaning)]);
-    }
+    contract_sections(&mut roff);
     presets_section(&mut roff);
     roff.control("SH", ["EXAMPLES"]);
     for (example, meaning) in EXAMPLES {

@@ -3,19 +3,24 @@
 //! files are in `values`).
 //!
 //! Only syntax lives here. `config` turns a parsed [`Cli`] into validated,
-//! typed settings; no clap type is seen past that boundary.
+//! typed settings (its errors are `usage`'s); no clap type is seen past
+//! that boundary. `early` finds where a usage error is reported, from the
+//! same clap definition; `contract_text` renders the contract's tables
+//! for `--help`, `generate` (man page, completions) and the README.
 
 // Doc comments here are the help text users read, not rustdoc.
 #![allow(clippy::doc_markdown)]
 
-mod checks;
 pub(crate) mod config;
+mod contract_text;
 pub(crate) mod deadline;
+pub(crate) mod early;
 pub(crate) mod explain;
 mod explain_rules;
 pub(crate) mod generate;
 mod natural;
 mod parsers;
+pub(crate) mod usage;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -29,6 +34,10 @@ use crate::cli::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
 use crate::values::{self, AttemptLimit, CodeSet, Jitter};
 use parsers::{JITTERS, PRESETS, PatternParser, parse_state_name};
+
+/// The environment, one variable at a time: `std::env::var_os`, or a
+/// test's own. Configuration reads it through this alone.
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
 /// `--stdin`: what each attempt reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -54,22 +63,13 @@ const BUDGET: &str = "Retry budget (across runs and hosts)";
 const STATE: &str = "Shared state (circuits and budgets)";
 const HOOKS: &str = "Hooks and conditions";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 success; the final attempt's own status when retries run out
-or a failure is permanent; 124 timed out (137 if SIGKILL was needed); 75 a
---circuit is open and nothing ran; 125 retry's own error (usage, a store
-that --circuit-status and the like cannot use, output that could not be
-delivered); 126 not executable; 127 not found; death by signal N is passed
-on as signal N (a shell shows 128+N). --give-up-exit CODE replaces the
-status of a run that ends on a transient failure.
+/// `--help`'s epilogue: the contract's exit statuses and environment,
+/// then examples.
+fn after_help() -> String {
+    format!("{}\n\n{EXAMPLES}", contract_text::help_epilogue())
+}
 
-The child gets RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_RUN_ID,
-RETRY_PREVIOUS_EXIT and RETRY_HINT_FILE (write 'permanent', 'transient' or
-'retry-after=DURATION' there to decide for yourself), and RETRY_DEADLINE
-(Unix time in ms) when the run has a deadline: a retry that finds it cuts
-its own --max-time to what is left. --on-give-up gets RETRY_EXIT,
-RETRY_OUTCOME and RETRY_ATTEMPTS.
-
+const EXAMPLES: &str = "\
 Examples:
   retry --cap 30s --max-time 2m -- curl -fsS https://example.com/health
   retry -- curl -fsS -D /dev/stderr -o out.json https://api.example.com/items
@@ -88,8 +88,8 @@ Examples:
                   reached. Between attempts retry sleeps a random time under a ceiling that \
                   grows from --delay by --multiplier up to --cap (full jitter by default), \
                   so many clients retrying at once spread out instead of arriving together.",
-    after_help = AFTER_HELP,
-    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --preset list | --preset show NAME\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
+    after_help = after_help(),
+    override_usage = "retry [OPTIONS] [--] COMMAND [ARG]...\n       retry --explain [OPTIONS] [-- COMMAND [ARG]...]\n       retry --preset list | --preset show NAME | --preset check FILE\n       retry --generate KIND\n       retry --circuit NAME [--state-dir DIR | --state-url URL] --circuit-status | --circuit-reset",
     max_term_width = 100
 )]
 pub(crate) struct Cli {
@@ -160,7 +160,7 @@ pub(crate) struct Cli {
     #[arg(long, help_heading = CLASSIFY)]
     pub(crate) scan_stdout: bool,
 
-    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit. User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml
+    /// Rules for a known command (curl, wget, git, ssh, scp, rsync, apt, pip, npm, docker, kubectl, aws, terraform, or one of a presets file), below your own rules. Without --preset, the command's file name chooses one. 'none': no preset; 'list': print every preset and exit; 'show NAME': print one in the presets-file form and exit; 'check FILE': check a presets file and exit (0, or 125 naming each problem's line). User presets: $RETRY_PRESETS, else $XDG_CONFIG_HOME/retry/presets.toml (~/.config/retry/presets.toml), over /etc/retry/presets.toml
     #[arg(long, value_name = "NAME", value_parser = PRESETS, hide_possible_values = true, help_heading = CLASSIFY)]
     pub(crate) preset: Option<String>,
 
@@ -403,9 +403,10 @@ impl Cli {
         natural::refuse_retry_counts(&mut command, &matches)?;
         // Takes the values out (`from_arg_matches` would copy every match
         // first); the hidden aliases, not fields of `Cli`, stay to be read.
-        let cli =
+        let mut cli =
             Cli::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut command))?;
-        Ok(natural::with_alias(cli, &matches))
+        cli.attempts = cli.attempts.or(natural::alias(&matches));
+        Ok(cli)
     }
 }
 

@@ -13,7 +13,6 @@
 use clap::error::ErrorKind;
 use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Command};
 
-use super::Cli;
 use crate::values::{self, AttemptLimit};
 
 /// Aliases of `--attempts`: the same count, the first attempt included.
@@ -53,13 +52,11 @@ pub(super) fn with_natural_names(mut command: Command) -> Command {
     )
 }
 
-/// `cli` with the attempt limit given as `--tries` or `--times`, if one was.
-pub(super) fn with_alias(mut cli: Cli, matches: &ArgMatches) -> Cli {
-    let alias = ATTEMPT_ALIASES
+/// The attempt limit given as `--tries` or `--times`, if one was.
+pub(super) fn alias(matches: &ArgMatches) -> Option<AttemptLimit> {
+    ATTEMPT_ALIASES
         .iter()
-        .find_map(|name| matches.get_one::<AttemptLimit>(name).copied());
-    cli.attempts = cli.attempts.or(alias);
-    cli
+        .find_map(|name| matches.get_one::<AttemptLimit>(name).copied())
 }
 
 /// Refuse a retry count, saying how many attempts it means.

@@ -12,7 +12,9 @@ pub(super) fn parse_preset(text: &str) -> Result<String, String> {
     if crate::presets::schema::RESERVED.contains(&text) {
         return Ok(text.to_string());
     }
-    crate::presets::schema::check_name(text).map(|()| text.to_string())
+    crate::presets::schema::check_name(text)
+        .map(|()| text.to_string())
+        .map_err(|err| err.to_string())
 }
 
 /// A value parser that also names the values a shell should complete

@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 
-use super::{Request, Sources, choose_noting, locale, rule_set, wrapped};
+use super::{PresetError, Request, Sources, choose_noting, locale, rule_set, wrapped};
 use crate::policy::rules::{PatternCompiler, RuleSet};
 
 /// The presets' part of a run's configuration.
@@ -25,20 +25,22 @@ pub(crate) struct ForRun {
 }
 
 /// The presets for `command` as `request` asks, from the files the
-/// environment names; the patterns are charged to `compiler`. Errors are
-/// usage errors.
+/// environment names (`env` reads a variable); the patterns are charged
+/// to `compiler`. Errors are usage errors.
 pub(crate) fn for_run(
     request: &Request,
     command: &[OsString],
     compiler: &mut PatternCompiler,
-) -> Result<ForRun, String> {
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<ForRun, PresetError> {
     let mut found = ForRun::default();
-    let chosen = choose_noting(request, command, &Sources::from_env(), &mut found.warnings)?;
+    let sources = Sources::from_env(env);
+    let chosen = choose_noting(request, command, &sources, &mut found.warnings)?;
     if let Some(chosen) = chosen {
         found.set = Some(rule_set(&chosen, compiler)?);
         found.retry_after = chosen.preset.retry_after;
         if !chosen.preset.output.is_empty()
-            && let Some(locale) = locale::messages_in_c(&|name| std::env::var_os(name))
+            && let Some(locale) = locale::messages_in_c(env)
         {
             found.child_locale = locale.vars;
             found.said.push(locale.said);

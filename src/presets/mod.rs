@@ -19,6 +19,8 @@
 
 pub(crate) mod advice;
 mod builtin;
+mod check;
+mod error;
 mod for_run;
 pub(crate) mod locale;
 pub(crate) mod schema;
@@ -32,10 +34,12 @@ use std::path::{Path, PathBuf};
 
 use crate::policy::rules::{ExitRule, OutputRule, PatternCompiler, RuleSet, RuleSource};
 use crate::values::CodeSet;
+pub(crate) use check::check_file;
+pub(crate) use error::PresetError;
 pub(crate) use for_run::{ForRun, for_run};
 use schema::{Kind, Origin, Preset, Strictness};
 pub(crate) use show::{list_text, show_text};
-use user_files::{Layer, user_layers};
+use user_files::{Layer, Wanted, user_layers};
 
 /// What the command line asks of presets for a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,16 +62,15 @@ pub(crate) struct Sources {
     pub(crate) user: Option<(PathBuf, bool)>,
 }
 
-/// An environment variable, an empty one counting as unset.
-fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-}
-
 impl Sources {
-    /// The files the environment names.
-    pub(crate) fn from_env() -> Sources {
+    /// The files the environment names (`env` reads a variable).
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<OsString>) -> Sources {
+        // An empty variable counts as unset.
+        let env_path = |name: &str| {
+            env(name)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        };
         let user = if let Some(path) = env_path("RETRY_PRESETS") {
             Some((path, true))
         } else if let Some(config) = env_path("XDG_CONFIG_HOME") {
@@ -82,10 +85,15 @@ impl Sources {
     }
 
     /// The user files in layer order, each with whether it must exist.
-    pub(super) fn files(&self) -> Vec<(&Path, bool)> {
-        let mut files = vec![(self.system.as_path(), false)];
+    fn files(&self) -> Vec<(&Path, Wanted)> {
+        let mut files = vec![(self.system.as_path(), Wanted::IfThere)];
         if let Some((path, required)) = &self.user {
-            files.push((path.as_path(), *required));
+            let wanted = if *required {
+                Wanted::NamedBy("RETRY_PRESETS")
+            } else {
+                Wanted::IfThere
+            };
+            files.push((path.as_path(), wanted));
         }
         files
     }
@@ -161,7 +169,7 @@ pub(crate) fn choose(
     request: &Request,
     command: &[OsString],
     sources: &Sources,
-) -> Result<Option<Chosen>, String> {
+) -> Result<Option<Chosen>, PresetError> {
     choose_noting(request, command, sources, &mut Vec::new())
 }
 
@@ -171,7 +179,7 @@ pub(crate) fn choose_noting(
     command: &[OsString],
     sources: &Sources,
     notes: &mut Vec<String>,
-) -> Result<Option<Chosen>, String> {
+) -> Result<Option<Chosen>, PresetError> {
     if *request == Request::Off {
         return Ok(None);
     }
@@ -189,11 +197,10 @@ pub(crate) fn choose_noting(
                 None => match builtin::by_name(name) {
                     Some(entry) => load_builtin(entry),
                     None => {
-                        return Err(format!(
-                            "--preset: no preset named '{}' (known: {}; --preset list shows them)",
-                            crate::text::sanitize_line(name, 64),
-                            known_names(&layers)
-                        ));
+                        return Err(PresetError::Unknown {
+                            name: name.clone(),
+                            known: known_names(&layers),
+                        });
                     }
                 },
             };
@@ -268,7 +275,10 @@ fn claims<'a>(layers: &'a [Layer], command: &str) -> Option<Claim<'a>> {
 
 /// The rules of a chosen preset, patterns compiled, below the user's own.
 /// Its patterns count against the run's total size limit, in `compiler`.
-pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Result<RuleSet, String> {
+pub(crate) fn rule_set(
+    chosen: &Chosen,
+    compiler: &mut PatternCompiler,
+) -> Result<RuleSet, PresetError> {
     let preset = &chosen.preset;
     let mut set = RuleSet::empty(RuleSource::Preset {
         name: preset.name.clone(),
@@ -281,14 +291,12 @@ pub(crate) fn rule_set(chosen: &Chosen, compiler: &mut PatternCompiler) -> Resul
             Origin::Builtin(_) => compiler.compile_builtin(&rule.pattern),
             Origin::File(_) => compiler.compile(&rule.pattern),
         }
-        .map_err(|err| {
-            format!(
-                "preset {} ({}, line {}): output rule {}: {err}",
-                preset.name,
-                preset.origin,
-                rule.line,
-                index + 1
-            )
+        .map_err(|err| PresetError::Pattern {
+            preset: preset.name.clone(),
+            origin: preset.origin.to_string(),
+            line: rule.line,
+            rule: index + 1,
+            problem: err,
         })?;
         let rule_of_set = OutputRule::with_means(regex, &rule.means);
         match rule.kind {

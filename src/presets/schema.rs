@@ -21,9 +21,10 @@ mod check;
 mod problems;
 
 pub(crate) use check::{check_name, parse};
+pub(crate) use problems::FileErrors;
 
 /// Names a preset may not take: they are `--preset` modes.
-pub(crate) const RESERVED: [&str; 3] = ["list", "show", "none"];
+pub(crate) const RESERVED: [&str; 4] = ["list", "show", "none", "check"];
 
 /// Where a preset was defined.
 #[derive(Clone, Debug, PartialEq, Eq)]

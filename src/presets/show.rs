@@ -1,12 +1,13 @@
 //! `--preset list` and `--preset show`: the presets in force, and one in
 //! the form of a user's presets file.
 
+use super::error::PresetError;
 use super::schema::{self, Preset};
 use super::user_files::user_layers;
 use super::{Request, Sources, builtins, choose};
 
 /// `--preset list`: every preset, where it comes from and what it does.
-pub(crate) fn list_text(sources: &Sources) -> Result<String, String> {
+pub(crate) fn list_text(sources: &Sources) -> Result<String, PresetError> {
     let mut ignored = Vec::new();
     let layers = user_layers(sources, &mut ignored)?;
     let mut all: Vec<(Preset, bool)> = builtins().into_iter().map(|p| (p, false)).collect();
@@ -61,8 +62,8 @@ pub(crate) fn list_text(sources: &Sources) -> Result<String, String> {
 }
 
 /// `--preset show NAME`: the preset in a user file's form.
-pub(crate) fn show_text(name: &str, sources: &Sources) -> Result<String, String> {
-    schema::check_name(name).map_err(|problem| format!("--preset show: {problem}"))?;
+pub(crate) fn show_text(name: &str, sources: &Sources) -> Result<String, PresetError> {
+    schema::check_name(name).map_err(PresetError::ShowName)?;
     let chosen = choose(&Request::Named(name.to_string()), &[], sources)?
         .expect("a named preset is found or an error");
     Ok(to_toml(&chosen.preset))

@@ -4,7 +4,10 @@
 use std::io::Read;
 use std::path::Path;
 
+use anyhow::anyhow;
+
 use super::Sources;
+use super::error::PresetError;
 use super::schema::{self, Origin, Preset, Strictness};
 
 /// The most a user presets file may hold.
@@ -15,16 +18,26 @@ pub(super) struct Layer {
     pub(super) presets: Vec<Preset>,
 }
 
+/// Whether a presets file must be there: one at a default place need not;
+/// one that `RETRY_PRESETS` (or `--preset check`) names must.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wanted {
+    IfThere,
+    NamedBy(&'static str),
+}
+
 /// Read a user presets file: a regular file (a symlink to one is fine: it
-/// is the user's own configuration), at most 1 MiB, UTF-8. `Ok(None)` when
-/// nothing is there and nothing had to be.
+/// is the user's own configuration), at most 1 MiB, UTF-8.
+/// `UserFile::Missing` when nothing is there and nothing had to be.
 ///
 /// A file at a default place (not named by `RETRY_PRESETS`) that is not
 /// ours to use (unreadable to us, another user's, writable by others: a run
 /// under another user's `HOME`) is ignored with a warning: another user can
 /// neither decide how our runs judge failures nor make them fail.
-fn read_user_file(path: &Path, required: bool) -> Result<UserFile, String> {
+fn read_user_file(path: &Path, wanted: Wanted) -> Result<UserFile, PresetError> {
     use std::os::unix::fs::OpenOptionsExt;
+    let fail = |message: String| PresetError::File(anyhow!(message));
+    let required = wanted != Wanted::IfThere;
     let shown = path.display();
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -38,31 +51,35 @@ fn read_user_file(path: &Path, required: bool) -> Result<UserFile, String> {
             return Ok(UserFile::Missing);
         }
         Err(err) if required => {
-            return Err(format!("RETRY_PRESETS names {shown}: {err}"));
+            let who = match wanted {
+                Wanted::NamedBy(who) => who,
+                Wanted::IfThere => "presets file",
+            };
+            return Err(fail(format!("{who} names {shown}: {err}")));
         }
         Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
             return Ok(UserFile::Ignored(format!(
                 "presets file {shown} cannot be read ({err}): ignored"
             )));
         }
-        Err(err) => return Err(format!("presets file {shown}: {err}")),
+        Err(err) => return Err(fail(format!("presets file {shown}: {err}"))),
     };
     let meta = file
         .metadata()
-        .map_err(|err| format!("presets file {shown}: {err}"))?;
+        .map_err(|err| fail(format!("presets file {shown}: {err}")))?;
     if !meta.file_type().is_file() {
         let kind = crate::safe_fs::Kind::of(meta.file_type());
-        return Err(format!(
+        return Err(fail(format!(
             "presets file {shown} is {}, not a regular file",
             kind.described()
-        ));
+        )));
     }
     if let Some(problem) = others_may_write(&meta) {
         let why = "or another user could decide how retry judges failures (as ssh refuses such a config file)";
         if required {
-            return Err(format!(
+            return Err(fail(format!(
                 "presets file {shown} {problem}: refusing it, {why}"
-            ));
+            )));
         }
         return Ok(UserFile::Ignored(format!(
             "presets file {shown} {problem}: ignored, {why}"
@@ -72,15 +89,15 @@ fn read_user_file(path: &Path, required: bool) -> Result<UserFile, String> {
     (&mut file)
         .take(USER_FILE_LIMIT + 1)
         .read_to_end(&mut bytes)
-        .map_err(|err| format!("presets file {shown}: {err}"))?;
+        .map_err(|err| fail(format!("presets file {shown}: {err}")))?;
     if bytes.len() as u64 > USER_FILE_LIMIT {
-        return Err(format!("presets file {shown} is larger than 1 MiB"));
+        return Err(fail(format!("presets file {shown} is larger than 1 MiB")));
     }
     String::from_utf8(bytes).map(UserFile::Text).map_err(|err| {
-        format!(
+        fail(format!(
             "presets file {shown}: not UTF-8 (at byte {})",
             err.utf8_error().valid_up_to()
-        )
+        ))
     })
 }
 
@@ -119,26 +136,40 @@ enum UserFile {
 pub(super) fn user_layers(
     sources: &Sources,
     notes: &mut Vec<String>,
-) -> Result<Vec<Layer>, String> {
+) -> Result<Vec<Layer>, PresetError> {
     let mut layers = Vec::new();
-    for (path, required) in sources.files() {
-        let text = match read_user_file(path, required)? {
-            UserFile::Text(text) => text,
-            UserFile::Missing => continue,
-            UserFile::Ignored(why) => {
-                notes.push(why);
-                continue;
-            }
+    for (path, wanted) in sources.files() {
+        let Some(presets) = read_presets(path, wanted, notes)? else {
+            continue;
         };
-        let shown = path.display().to_string();
-        let presets = schema::parse(
-            &text,
-            &shown,
-            &Origin::File(shown.clone()),
-            Strictness::User,
-        )
-        .map_err(|errors| format!("presets file {errors}"))?;
         layers.push(Layer { presets });
     }
     Ok(layers)
+}
+
+/// The presets of the file at `path`, read and checked as a user file;
+/// `None` when it is not there (and need not be) or is ignored (said in
+/// `notes`).
+pub(super) fn read_presets(
+    path: &Path,
+    wanted: Wanted,
+    notes: &mut Vec<String>,
+) -> Result<Option<Vec<Preset>>, PresetError> {
+    let text = match read_user_file(path, wanted)? {
+        UserFile::Text(text) => text,
+        UserFile::Missing => return Ok(None),
+        UserFile::Ignored(why) => {
+            notes.push(why);
+            return Ok(None);
+        }
+    };
+    let shown = path.display().to_string();
+    schema::parse(
+        &text,
+        &shown,
+        &Origin::File(shown.clone()),
+        Strictness::User,
+    )
+    .map(Some)
+    .map_err(PresetError::Malformed)
 }

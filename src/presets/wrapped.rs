@@ -173,17 +173,25 @@ pub(crate) fn target(argv: &[OsString], claimed: &dyn Fn(&str) -> bool) -> Targe
             }
             // A wrapper with nothing after it: it is the command.
             Ok(None) => return Target::Command { start, via },
-            Err(why) => {
+            Err(Hides(why)) => {
                 via.push(name.to_string());
-                return Target::Hidden { via, why };
+                return Target::Hidden {
+                    via,
+                    why: why.to_string(),
+                };
             }
         }
     }
 }
 
+/// Why the command a wrapper runs cannot be known, in the words of the
+/// wrapper's own documentation (`env -S hides the command in a string`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hides(&'static str);
+
 /// The index in `args` (a wrapper's arguments) of the command it runs;
 /// `Ok(None)` when there is none; `Err` when it cannot be known.
-fn wrapped_start(grammar: &Grammar, args: &[OsString]) -> Result<Option<usize>, String> {
+fn wrapped_start(grammar: &Grammar, args: &[OsString]) -> Result<Option<usize>, Hides> {
     let mut at = 0;
     let mut positionals = grammar.positionals;
     while let Some(word) = args.get(at) {
@@ -191,7 +199,7 @@ fn wrapped_start(grammar: &Grammar, args: &[OsString]) -> Result<Option<usize>, 
         if let Some((_, why)) = grammar.hiding.iter().find(|(option, _)| {
             text == *option || (option.starts_with("--") && text.starts_with(&format!("{option}=")))
         }) {
-            return Err((*why).to_string());
+            return Err(Hides(why));
         }
         if text == "--" {
             at += 1;
@@ -217,7 +225,7 @@ fn wrapped_start(grammar: &Grammar, args: &[OsString]) -> Result<Option<usize>, 
                     .iter()
                     .find(|(option, _)| option.len() == 2 && option[1..].starts_with(c))
                 {
-                    return Err((*why).to_string());
+                    return Err(Hides(why));
                 }
                 if grammar.short_valued.contains(c) {
                     if index + c.len_utf8() == bundle.len() {
@@ -246,7 +254,7 @@ fn wrapped_start(grammar: &Grammar, args: &[OsString]) -> Result<Option<usize>, 
 }
 
 /// For python's arguments: the index of the module `-m` names.
-fn python_module(args: &[OsString]) -> Result<Option<usize>, String> {
+fn python_module(args: &[OsString]) -> Result<Option<usize>, Hides> {
     let mut at = 0;
     while let Some(word) = args.get(at) {
         let text = word.to_string_lossy();
@@ -260,7 +268,7 @@ fn python_module(args: &[OsString]) -> Result<Option<usize>, String> {
         for (index, c) in bundle.char_indices() {
             let rest = &bundle[index + c.len_utf8()..];
             match c {
-                'c' => return Err("python -c runs code given on the command line".to_string()),
+                'c' => return Err(Hides("python -c runs code given on the command line")),
                 // `-m pip`, or `-mpip` (the module inside the word: no
                 // argv index of its own, so no preset).
                 'm' if rest.is_empty() => return Ok((at + 1 < args.len()).then_some(at + 1)),

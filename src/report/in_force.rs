@@ -4,6 +4,8 @@
 //! `-q` (cron): the warning says so, and the `done` event and the metrics
 //! file carry it, so that a monitor can alert on it.
 
+use crate::contract::warning;
+
 /// One of the two guards a run can be given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Guard {
@@ -12,11 +14,12 @@ pub(crate) enum Guard {
 }
 
 impl Guard {
-    /// The word for it in JSON fields, metric names and warning kinds.
+    /// The word for it in JSON fields, metric names and warning kinds
+    /// (the kinds of the contract's table are these same words).
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Guard::Circuit => "circuit",
-            Guard::Budget => "budget",
+            Guard::Circuit => warning::CIRCUIT,
+            Guard::Budget => warning::BUDGET,
         }
     }
 }

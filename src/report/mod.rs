@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::contract::warning;
 use crate::outcome::Ending;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
@@ -301,7 +302,7 @@ impl Reporter {
             return;
         };
         for problem in steps.write(exit_code, outcome, attempts, elapsed) {
-            self.warning("ci", &problem);
+            self.warning(warning::CI, &problem);
         }
     }
 
@@ -400,7 +401,7 @@ fn color_stderr(when: ColorWhen) -> bool {
 }
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests {

@@ -717,3 +717,32 @@ fn with_a_log_file_the_lines_go_there_and_the_folds_stay_for_the_runner() {
         assert!(text.contains(expected), "{expected:?} in {text}");
     }
 }
+
+#[test]
+fn on_github_a_usage_error_is_an_error_annotation_like_any_other_error() {
+    let dir = scratch();
+    for (args, first) in REFUSED_BEFORE_A_COMMANDS_LOG_FILE {
+        let out = retry_std()
+            .current_dir(dir.path())
+            .env("GITHUB_ACTIONS", "true")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let lines = github_lines(&out.stderr);
+        let errors = errors(&lines);
+        assert_eq!(errors.len(), 1, "{args:?}: {lines:#?}");
+        assert_eq!(errors[0].0, "retry");
+        assert!(errors[0].1.starts_with(first), "{errors:?}");
+        // The annotation is for a log: no tip to try --help.
+        assert!(!errors[0].1.contains("For more information"), "{errors:?}");
+        // Nothing but the annotation: no plain `retry: error:` line.
+        let plain: Vec<&Line> = lines
+            .iter()
+            .filter(|line| matches!(line, Line::Text(text) if !text.is_empty()))
+            .collect();
+        assert!(plain.is_empty(), "{args:?}: {plain:?}");
+        assert!(!dir.path().join("app.log").exists());
+    }
+}

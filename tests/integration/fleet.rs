@@ -960,6 +960,10 @@ fn a_rediss_server_with_a_private_ca_is_trusted_with_state_ca_and_only_then() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a list of bad CA files, each refused by flag and by variable"
+)]
 fn a_bad_state_ca_is_a_usage_error_naming_the_flag_or_the_variable() {
     let work = scratch();
     let not_pem = work.path().join("not.pem");

@@ -113,6 +113,177 @@ fn modules_import_each_other_in_one_direction_only() {
     }
 }
 
+/// Every source file's module path (`src/cli/config/mod.rs` is
+/// `cli::config`, `src/cli/early.rs` is `cli::early`) and its non-test
+/// code with comments and strings blanked.
+fn module_files() -> BTreeMap<String, String> {
+    let mut modules = BTreeMap::new();
+    for (path, code) in non_test_sources() {
+        let mut parts: Vec<String> = path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let last = parts.pop().unwrap();
+        let stem = last.strip_suffix(".rs").unwrap().to_string();
+        if stem != "mod" && stem != "lib" && stem != "main" {
+            parts.push(stem);
+        }
+        modules.insert(parts.join("::"), strip_comments_and_strings(&code));
+    }
+    modules
+}
+
+/// The paths `code` (of module `module`) names: `crate::a::b`,
+/// `super::b`, `self::b`, and its own child modules by name (`b::c`), with
+/// the groups of a `use` (`crate::a::{b, c::d}`) one level deep. Each is a
+/// list of segments from the crate root; what it names is left to the
+/// caller.
+fn paths_named(module: &str, code: &str, children: &BTreeSet<String>) -> Vec<Vec<String>> {
+    let own: Vec<String> = module
+        .split("::")
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    // `super` is the parent module, for a plain file as for a `mod.rs`.
+    let here = own.clone();
+    let parent = own[..own.len().saturating_sub(1)].to_vec();
+    let word = regex::Regex::new(
+        r"\b(crate|super|self|[a-z_][a-z0-9_]*)((?:::[A-Za-z_][A-Za-z0-9_]*)*)(::\{[^}]*\})?",
+    )
+    .unwrap();
+    let mut found = Vec::new();
+    for caps in word.captures_iter(code) {
+        let head = &caps[1];
+        // A bare word (`pub(super)`, `mod config;`) names no path.
+        if caps[2].is_empty() && caps.get(3).is_none() {
+            continue;
+        }
+        if let Some(m) = caps.get(0) {
+            // Not the tail of a longer path (`x::crate`) nor a method.
+            let before = &code[..m.start()];
+            if before.ends_with("::") || before.ends_with('.') {
+                continue;
+            }
+        }
+        let mut base = match head {
+            "crate" => Vec::new(),
+            "super" => parent.clone(),
+            "self" => here.clone(),
+            child if children.contains(child) => {
+                let mut path = here.clone();
+                path.push(child.to_string());
+                path
+            }
+            _ => continue,
+        };
+        let rest: Vec<String> = caps[2]
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        // `super::super::x`: each further `super` goes one up.
+        let mut rest = rest.as_slice();
+        while let Some(("super", tail)) = rest.split_first().map(|(a, t)| (a.as_str(), t)) {
+            base.pop();
+            rest = tail;
+        }
+        base.extend(rest.iter().cloned());
+        match caps.get(3) {
+            Some(group) => {
+                let inner = group
+                    .as_str()
+                    .trim_start_matches("::{")
+                    .trim_end_matches('}');
+                for part in inner.split(',') {
+                    let mut path = base.clone();
+                    path.extend(
+                        part.trim()
+                            .split("::")
+                            .map(str::trim)
+                            .filter(|s| !s.is_empty() && *s != "self")
+                            .map(String::from),
+                    );
+                    found.push(path);
+                }
+            }
+            None => found.push(base),
+        }
+    }
+    found
+}
+
+/// Rooms whose files still name each other in a loop, being untangled by
+/// their owners: `sys/fd.rs` and `sys/handoff.rs`.
+const UNTANGLING: [&str; 1] = ["sys"];
+
+/// Within a room, files import one another in one direction: `cli/checks.rs`
+/// and `cli/config.rs` once named each other. A module's own file
+/// (`mod.rs`) and the files of its children may name each other: it is
+/// their facade.
+#[test]
+fn files_of_a_room_import_each_other_in_one_direction_only() {
+    let modules = module_files();
+    let names: BTreeSet<String> = modules.keys().cloned().collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, code) in &modules {
+        let prefix = if module.is_empty() {
+            String::new()
+        } else {
+            format!("{module}::")
+        };
+        let children: BTreeSet<String> = names
+            .iter()
+            .filter_map(|n| n.strip_prefix(&prefix))
+            .filter(|rest| !rest.is_empty() && !rest.contains("::"))
+            .map(String::from)
+            .collect();
+        let room = module.split("::").next().unwrap_or("");
+        let edges = graph.entry(module.clone()).or_default();
+        for path in paths_named(module, code, &children) {
+            // The file of the longest prefix that is a module.
+            let target = (0..=path.len())
+                .rev()
+                .map(|n| path[..n].join("::"))
+                .find(|candidate| names.contains(candidate));
+            // A module's own file and its children's may name each other
+            // (the facade and its parts): only between files neither of
+            // which holds the other is an import a direction.
+            let holds = |outer: &str, inner: &str| inner.starts_with(&format!("{outer}::"));
+            if let Some(target) = target
+                && target.split("::").next() == Some(room)
+                && !room.is_empty()
+                && target != *module
+                && !holds(&target, module)
+                && !holds(module, &target)
+            {
+                edges.insert(target);
+            }
+        }
+    }
+    assert!(
+        graph["cli::early"].contains("cli::config"),
+        "read the source tree: {:?}",
+        graph["cli::early"]
+    );
+    let mut loops = Vec::new();
+    let rooms: BTreeSet<&str> = graph.keys().filter_map(|m| m.split("::").next()).collect();
+    for room in rooms.into_iter().filter(|room| !UNTANGLING.contains(room)) {
+        let of_room: BTreeMap<String, BTreeSet<String>> = graph
+            .iter()
+            .filter(|(m, _)| m.split("::").next() == Some(room))
+            .map(|(m, e)| (m.clone(), e.clone()))
+            .collect();
+        if let Some(cycle) = find_loop(&of_room) {
+            loops.push(cycle.join(" -> "));
+        }
+    }
+    assert!(
+        loops.is_empty(),
+        "files of a room import each other in a loop: {}",
+        loops.join("; ")
+    );
+}
+
 #[test]
 fn the_loop_finder_finds_loops() {
     let mut graph = BTreeMap::new();

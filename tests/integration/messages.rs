@@ -503,6 +503,58 @@ fn a_json_usage_error_has_no_tip() {
 }
 
 #[test]
+fn a_log_file_after_the_command_is_the_commands_not_the_usage_errors() {
+    // `--log-file app.log` after `sh` is an argument of the command: a
+    // usage error of the line goes to stderr, in retry's own form, and no
+    // file named after the command's argument is made.
+    let dir = scratch();
+    for (args, first) in REFUSED_BEFORE_A_COMMANDS_LOG_FILE {
+        let out = retry().current_dir(dir.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!("retry: error: {first}")),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !dir.path().join("app.log").exists(),
+            "{args:?}: the usage error went into the command's app.log"
+        );
+    }
+}
+
+#[test]
+fn a_log_file_before_the_command_still_gets_the_usage_error() {
+    let dir = scratch();
+    let log = dir.path().join("retry.log");
+    let log_arg = log.to_str().unwrap();
+    for (args, first) in [
+        (
+            &["--log-file", log_arg, "--atempts", "3", "true"][..],
+            "unexpected argument '--atempts' found",
+        ),
+        (
+            &["-n", "0", "--log-file", log_arg, "--", "true"],
+            "invalid value '0' for '--attempts <N>'",
+        ),
+        (
+            &["--splay", "5s", "-t", "1s", "--log-file", log_arg, "true"],
+            "--splay 5s must be shorter than --max-time 1s",
+        ),
+    ] {
+        let out = retry().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!("retry: error: {first}")),
+            "{stderr}"
+        );
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains(&format!(" retry: error: {first}")), "{text}");
+    }
+}
+
+#[test]
 fn a_refused_wait_is_said_only_when_a_retry_would_follow() {
     // The last attempt gives up with its own words: a wait nothing follows
     // is nobody's business.

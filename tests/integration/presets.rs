@@ -695,6 +695,83 @@ fn preset_list_and_show_run_nothing_and_show_prints_a_file_that_works() {
 }
 
 #[test]
+fn preset_check_checks_a_file_with_the_loader_and_names_each_problems_line() {
+    let dir = scratch();
+    let good = dir.path().join("good.toml");
+    std::fs::write(
+        &good,
+        "[preset.rclone]\ndescription = \"rclone\"\ncommands = [\"rclone\"]\n\n[[preset.rclone.exit]]\nkind = \"transient\"\ncodes = \"5\"\nmeans = \"a temporary error\"\n",
+    )
+    .unwrap();
+    retry()
+        .args(["--preset", "check"])
+        .arg(&good)
+        .assert()
+        .success()
+        .stdout(format!(
+            "{}: 1 preset: rclone; no problems\n",
+            good.display()
+        ));
+    // Every built-in file passes as a user file too (--preset show's form).
+    for file in ["http", "vcs", "packages"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("presets")
+            .join(format!("{file}.toml"));
+        retry()
+            .args(["--preset", "check"])
+            .arg(&path)
+            .assert()
+            .success();
+    }
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&good)
+            .unwrap()
+            .replace("codes = \"5\"", "codes = \"5-\"")
+            .replace("[\"rclone\"]", "[\"/bin/rclone\"]"),
+    )
+    .unwrap();
+    let out = retry()
+        .args(["--preset", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    let shown = bad.display();
+    assert!(
+        lines[0].starts_with(&format!(
+            "retry: error: {shown}:3: preset rclone: command '/bin/rclone'"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "retry: error: {shown}:7: preset rclone: exit rule 1: codes '5-'"
+        )),
+        "{stderr}"
+    );
+    // Nothing to check, or a file that is not there: refused.
+    retry()
+        .args(["--preset", "check"])
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains(
+            "--preset check takes one presets file",
+        ));
+    retry()
+        .args(["--preset", "check"])
+        .arg(dir.path().join("missing.toml"))
+        .assert()
+        .code(125)
+        .stderr(predicate::str::contains("--preset check names "));
+}
+
+#[test]
 fn explain_shows_the_rules_in_force_and_where_they_come_from() {
     retry()
         .args(["--explain", "--stop-on-exit", "2", "--", "git", "fetch"])
@@ -1114,6 +1191,10 @@ fn apt_sandbox(dir: &Path, sources: &str) -> std::path::PathBuf {
 /// a mirror's 503 is retried, a 404 or a missing Release file stops; and
 /// without the flag a 503 never reaches retry.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one mirror set up, then its cases in turn"
+)]
 fn apt_get_update_retries_a_503_from_the_mirror_and_stops_on_a_404() {
     if !have("apt-get") {
         return;

@@ -533,6 +533,10 @@ fn of_kind<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_jso
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one unusable store, seen in each of its reports in turn"
+)]
 fn a_store_that_cannot_be_used_is_said_under_quiet_in_done_and_in_the_metrics() {
     // A state directory anyone may write is refused: the job runs as if
     // there were no circuit and no budget.

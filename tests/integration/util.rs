@@ -72,6 +72,42 @@ fn scrub(command: &mut std::process::Command) {
     command.env("XDG_CONFIG_HOME", "/nonexistent/retry-test-config");
 }
 
+/// Command lines retry refuses (clap's refusal of a flag, of a value, and
+/// the configuration's of two flags together) whose command has a
+/// `--log-file app.log` of its own, and how the refusal starts.
+pub(crate) const REFUSED_BEFORE_A_COMMANDS_LOG_FILE: [(&[&str], &str); 3] = [
+    (
+        &[
+            "--atempts",
+            "3",
+            "sh",
+            "-c",
+            "true",
+            "--log-file",
+            "app.log",
+        ],
+        "unexpected argument '--atempts' found",
+    ),
+    (
+        &["-n", "0", "sh", "-c", "true", "--log-file", "app.log"],
+        "invalid value '0' for '--attempts <N>'",
+    ),
+    (
+        &[
+            "--splay",
+            "5s",
+            "-t",
+            "1s",
+            "sh",
+            "-c",
+            "true",
+            "--log-file",
+            "app.log",
+        ],
+        "--splay 5s must be shorter than --max-time 1s",
+    ),
+];
+
 pub(crate) fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("retry-test-")

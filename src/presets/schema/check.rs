@@ -8,9 +8,11 @@ use toml::Spanned;
 
 use super::problems::{Checker, FileErrors};
 use super::{
-    Document, ExitRuleDef, Kind, Origin, OutputRuleDef, Preset, PresetTable, RESERVED, Strictness,
+    Document, ExitRuleDef, ExitTable, Kind, Origin, OutputRuleDef, OutputTable, Preset,
+    PresetTable, RESERVED, Strictness,
 };
 use crate::policy::rules::{Piece, template_pieces};
+use crate::presets::error::NameError;
 
 /// Parse and check one presets document. `file` names it in messages.
 pub(crate) fn parse(
@@ -74,20 +76,17 @@ pub(crate) fn parse(
 }
 
 /// A preset name: lower-case letters, digits, `.`, `_` and `-`, not reserved.
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), NameError> {
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
     if !first_ok || !rest_ok || name.len() > 64 {
-        return Err(format!(
-            "'{}' is not a preset name (lower-case letters, digits, '.', '_' and '-', starting with a letter or digit)",
-            crate::text::sanitize_line(name, 64)
-        ));
+        return Err(NameError::Malformed(crate::text::sanitize_line(name, 64)));
     }
     if RESERVED.contains(&name) {
-        return Err(format!("'{name}' is reserved (list, show, none)"));
+        return Err(NameError::Reserved(name.to_string()));
     }
     Ok(())
 }
@@ -129,25 +128,14 @@ fn one_line(checker: &mut Checker<'_>, what: &str, value: &Spanned<String>) -> O
     Some(text.clone())
 }
 
-fn check_preset(
+/// A preset's commands: file names, each once.
+fn check_commands(
     checker: &mut Checker<'_>,
     name: &str,
-    span: &Range<usize>,
-    table: PresetTable,
-    strictness: Strictness,
-) -> Option<Preset> {
-    let before = checker.problems.len();
-    if let Err(problem) = check_name(name) {
-        checker.add(span, problem);
-    }
-    let description = one_line(
-        checker,
-        &format!("preset {name}: description"),
-        &table.description,
-    );
-    let commands_span = table.commands.span();
+    commands_table: Spanned<Vec<Spanned<String>>>,
+) -> Vec<String> {
     let mut commands = Vec::new();
-    for command in table.commands.into_inner() {
+    for command in commands_table.into_inner() {
         let text = command.get_ref();
         if text.is_empty() || text.contains('/') || text.chars().any(char::is_whitespace) {
             checker.add(
@@ -166,11 +154,20 @@ fn check_preset(
             commands.push(text.clone());
         }
     }
-    let _ = commands_span;
+    commands
+}
 
+/// A preset's exit rules: their means, sources and codes (0 is no
+/// failure; a code is in one rule at most).
+fn check_exit_rules(
+    checker: &mut Checker<'_>,
+    name: &str,
+    rules: Vec<Spanned<ExitTable>>,
+    strictness: Strictness,
+) -> Vec<ExitRuleDef> {
     let mut exit = Vec::new();
     let mut seen = [None::<usize>; 256];
-    for (index, rule) in table.exit.into_iter().enumerate() {
+    for (index, rule) in rules.into_iter().enumerate() {
         let rule_span = rule.span();
         let rule = rule.into_inner();
         let at = format!("preset {name}: exit rule {}", index + 1);
@@ -218,9 +215,19 @@ fn check_preset(
             });
         }
     }
+    exit
+}
 
+/// A preset's output rules: their means, sources and patterns (a user
+/// file's patterns parsed now, and `{N}` checked against their groups).
+fn check_output_rules(
+    checker: &mut Checker<'_>,
+    name: &str,
+    rules: Vec<Spanned<OutputTable>>,
+    strictness: Strictness,
+) -> Vec<OutputRuleDef> {
     let mut output = Vec::new();
-    for (index, rule) in table.output.into_iter().enumerate() {
+    for (index, rule) in rules.into_iter().enumerate() {
         let rule_span = rule.span();
         let rule = rule.into_inner();
         let at = format!("preset {name}: output rule {}", index + 1);
@@ -243,7 +250,7 @@ fn check_preset(
                         &rule.pattern.span(),
                         format!(
                             "{at}: pattern does not compile: {}",
-                            problem.replace('\n', " ")
+                            problem.to_string().replace('\n', " ")
                         ),
                     );
                     None
@@ -270,7 +277,28 @@ fn check_preset(
             });
         }
     }
+    output
+}
 
+fn check_preset(
+    checker: &mut Checker<'_>,
+    name: &str,
+    span: &Range<usize>,
+    table: PresetTable,
+    strictness: Strictness,
+) -> Option<Preset> {
+    let before = checker.problems.len();
+    if let Err(problem) = check_name(name) {
+        checker.add(span, problem.to_string());
+    }
+    let description = one_line(
+        checker,
+        &format!("preset {name}: description"),
+        &table.description,
+    );
+    let commands = check_commands(checker, name, table.commands);
+    let exit = check_exit_rules(checker, name, table.exit, strictness);
+    let output = check_output_rules(checker, name, table.output, strictness);
     let has_transient_exit = exit.iter().any(|rule| rule.kind.retries());
     if table.other_exit == Some(Kind::Throttled) {
         checker.add(
@@ -332,12 +360,12 @@ fn check_source(
 
 /// Parse a preset pattern with the regex crate's syntax and flags
 /// (`regex::bytes`: no UTF-8 requirement), without compiling it.
-fn parse_pattern(pattern: &str) -> Result<regex_syntax::hir::Hir, String> {
+fn parse_pattern(pattern: &str) -> Result<regex_syntax::hir::Hir, Box<regex_syntax::Error>> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .build()
         .parse(pattern)
-        .map_err(|err| err.to_string())
+        .map_err(Box::new)
 }
 
 fn has_placeholder(means: &str) -> bool {
@@ -345,17 +373,42 @@ fn has_placeholder(means: &str) -> bool {
         || template_pieces(means).is_err()
 }
 
+/// What is wrong with a `means` template.
+#[derive(Debug, PartialEq, Eq)]
+enum TemplateProblem {
+    /// Not a template (a lone brace), in the template reader's words.
+    Malformed(String),
+    /// `{0}`.
+    WholeMatch,
+    /// `{n}` of a pattern with fewer groups.
+    NoSuchGroup { n: usize, groups: usize },
+}
+
+impl std::fmt::Display for TemplateProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TemplateProblem::Malformed(problem) => f.write_str(problem),
+            TemplateProblem::WholeMatch => {
+                f.write_str("{0} is the whole match; name a group from {1} on")
+            }
+            TemplateProblem::NoSuchGroup { n, groups } => {
+                write!(f, "{{{n}}} but the pattern has {groups} group(s)")
+            }
+        }
+    }
+}
+
 /// Check `{N}` against the pattern's `groups` (when known).
-fn check_template(means: &str, groups: Option<usize>) -> Result<(), String> {
-    for piece in template_pieces(means)? {
+fn check_template(means: &str, groups: Option<usize>) -> Result<(), TemplateProblem> {
+    for piece in template_pieces(means).map_err(TemplateProblem::Malformed)? {
         if let Piece::Group(n) = piece {
             if n == 0 {
-                return Err("{0} is the whole match; name a group from {1} on".to_string());
+                return Err(TemplateProblem::WholeMatch);
             }
             if let Some(groups) = groups
                 && n > groups
             {
-                return Err(format!("{{{n}}} but the pattern has {groups} group(s)"));
+                return Err(TemplateProblem::NoSuchGroup { n, groups });
             }
         }
     }

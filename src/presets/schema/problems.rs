@@ -11,6 +11,16 @@ pub(crate) struct FileErrors {
     pub(crate) problems: Vec<(usize, String)>,
 }
 
+impl FileErrors {
+    /// Every problem, each as `FILE:LINE: what`.
+    pub(crate) fn each(&self) -> Vec<String> {
+        self.problems
+            .iter()
+            .map(|(line, message)| format!("{}:{line}: {message}", self.file))
+            .collect()
+    }
+}
+
 impl std::fmt::Display for FileErrors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let shown: Vec<String> = self

@@ -52,6 +52,7 @@ fn naming(port: u16) -> impl Fn(TcpStream) + Send + Sync + 'static {
     }
 }
 
+#[allow(clippy::too_many_lines, reason = "a failover told step by step")]
 fn sentinel_finds_the_master_and_follows_a_failover(server: Server) {
     let Some(deployment) = Deployment::up("sentinel", server) else {
         return;
