@@ -278,7 +278,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         }
     };
     if let Some(refused) = process::adopt_orphans() {
-        reporter.warning("processes", &refused);
+        reporter.warning(warning::PROCESSES, &refused);
     }
     // While retry has one thread: the watchdog is a fork that runs on.
     if let Err(err) = process::watchdog::start() {

@@ -24,28 +24,13 @@ mod cli;
 mod contract;
 pub mod exit;
 mod outcome;
-// Three rooms still have functions over clippy's 100 lines (the rest of
-// the crate allows them one by one, where a list is long): until each
-// gets its own `#[allow]` with a reason, or is split, the room allows them.
-#[allow(
-    clippy::too_many_lines,
-    reason = "classify::decide and decision's test table: to be allowed one by one"
-)]
 pub mod policy;
 mod presets;
 mod process;
 mod report;
-#[allow(
-    clippy::too_many_lines,
-    reason = "attempt::run and Attempts::attempts: to be allowed one by one or split"
-)]
 mod run;
 mod safe_fs;
 mod scan;
-#[allow(
-    clippy::too_many_lines,
-    reason = "file::dir::open_checked and two test tables of redis: to be allowed one by one"
-)]
 mod state;
 mod sys;
 mod text;

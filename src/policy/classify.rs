@@ -144,6 +144,10 @@ impl By {
 }
 
 /// The verdict, and what decided it.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the rules, in their order: one match that reads best whole"
+)]
 fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, By) {
     let ending = observation.ending;
     let what = ending.describe();

@@ -473,6 +473,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of cases")]
     fn the_decision_table() {
         let timed_out = Ending {
             timed_out: true,

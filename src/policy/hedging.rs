@@ -95,7 +95,10 @@ pub(crate) struct Plan {
 /// What follows, with `copies` in the order they started (the first
 /// started at `first_start`), at `now`.
 pub(crate) fn next(copies: &[CopyState], first_start: Instant, now: Instant, plan: Plan) -> Next {
-    if let Some(winner) = copies.iter().position(|&c| c == CopyState::Ended(Class::Success)) {
+    if let Some(winner) = copies
+        .iter()
+        .position(|&c| c == CopyState::Ended(Class::Success))
+    {
         return Next::Won { winner };
     }
     if let Some(failed) = copies
@@ -160,7 +163,11 @@ mod tests {
             (vec![run, run, run], 900, Next::Wait(None)),
         ];
         for (copies, now, expected) in table {
-            assert_eq!(next(&copies, t0, at(now, t0), PLAN), expected, "{copies:?} at {now}");
+            assert_eq!(
+                next(&copies, t0, at(now, t0), PLAN),
+                expected,
+                "{copies:?} at {now}"
+            );
         }
         let refused = Plan {
             may_start: false,
@@ -177,15 +184,32 @@ mod tests {
         let bad = CopyState::Ended(Class::Permanent);
         let flaky = CopyState::Ended(Class::Transient);
         assert_eq!(next(&[run, ok], t0, t0, PLAN), Next::Won { winner: 1 });
-        assert_eq!(next(&[flaky, run, ok], t0, t0, PLAN), Next::Won { winner: 2 });
+        assert_eq!(
+            next(&[flaky, run, ok], t0, t0, PLAN),
+            Next::Won { winner: 2 }
+        );
         assert_eq!(next(&[run, bad], t0, t0, PLAN), Next::Lost { failed: 1 });
         // A transient failure starts the next copy at once, not at its time.
         assert_eq!(next(&[flaky], t0, at(10, t0), PLAN), Next::Start);
-        assert_eq!(next(&[flaky, run], t0, at(110, t0), PLAN), Next::Wait(Some(at(200, t0))));
+        assert_eq!(
+            next(&[flaky, run], t0, at(110, t0), PLAN),
+            Next::Wait(Some(at(200, t0)))
+        );
         // Every copy failed: the group failed, the schedule goes on.
         assert_eq!(next(&[flaky, flaky, flaky], t0, t0, PLAN), Next::AllFailed);
         let throttled = CopyState::Ended(Class::Throttled);
-        assert_eq!(next(&[throttled], t0, t0, Plan { may_start: false, ..PLAN }), Next::AllFailed);
+        assert_eq!(
+            next(
+                &[throttled],
+                t0,
+                t0,
+                Plan {
+                    may_start: false,
+                    ..PLAN
+                }
+            ),
+            Next::AllFailed
+        );
     }
 
     #[test]

@@ -18,8 +18,8 @@ mod ending;
 mod jobs;
 mod kept;
 mod leftovers;
-mod supervised;
 pub(crate) mod signals;
+mod supervised;
 mod tree;
 pub(crate) mod watchdog;
 
@@ -31,7 +31,6 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::process::{Pid, WaitOptions};
-
 
 /// A standard descriptor for the child. Kept as data: `spawn` is lent the
 /// descriptors (it hands the child duplicates), and `Null` opens `/dev/null`

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::Run;
 use crate::budget::Withdrawal;
+use crate::contract::warning;
 use crate::policy::decision::BudgetAnswer;
 use crate::process::signals::{self, SignalEvents};
 use crate::report::{Guard, Reporter};
@@ -30,7 +31,7 @@ impl Run<'_> {
         match budget.deposit(self.patience()) {
             Ok((tokens, warnings)) => {
                 for warning in warnings {
-                    reporter.lasting_warning("budget", &warning);
+                    reporter.lasting_warning(warning::BUDGET, &warning);
                 }
                 reporter.budget(&budget.name, "deposit", tokens, started.elapsed());
             }
@@ -56,7 +57,7 @@ impl Run<'_> {
             match asked {
                 Ok((withdrawal, warnings)) => {
                     for warning in warnings {
-                        reporter.lasting_warning("budget", &warning);
+                        reporter.lasting_warning(warning::BUDGET, &warning);
                     }
                     match withdrawal {
                         Withdrawal::Taken { left } => {

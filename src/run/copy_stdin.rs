@@ -45,7 +45,9 @@ impl StdinSource {
                     .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode));
                 match kind {
                     Ok(rustix::fs::FileType::CharacterDevice) | Err(_) => None,
-                    Ok(_) => Some("stdin would be read by every copy at once, each getting a part of it"),
+                    Ok(_) => {
+                        Some("stdin would be read by every copy at once, each getting a part of it")
+                    }
                 }
             }
             StdinSource::SharedPipe | StdinSource::Rewind { .. } => {

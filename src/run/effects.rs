@@ -112,7 +112,7 @@ impl Effects for Working<'_, '_> {
         self.reporter.sleep(record);
     }
 
-    fn warn(&mut self, kind: &str, message: &str) {
+    fn warning(&mut self, kind: &str, message: &str) {
         self.reporter.warning(kind, message);
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::Run;
 use super::one_attempt::child_env;
 use crate::cli::config::GIVE_UP_LIMIT;
+use crate::contract::warning;
 use crate::outcome::Ending;
 use crate::policy::decision::{self, End, GiveUpHook};
 use crate::process::signals::{self, SignalEvents};
@@ -109,7 +110,7 @@ impl Run<'_> {
             decision::give_up_hook(limit, outer, Instant::now())
         else {
             reporter.warning(
-                "hook",
+                warning::HOOK,
                 "--on-give-up not run: the outer run's deadline (RETRY_DEADLINE) has passed",
             );
             return None;
@@ -140,7 +141,7 @@ fn report_hook(which: &str, command: &OsStr, ran: &HookRun, reporter: &mut Repor
         return;
     }
     reporter.warning(
-        "hook",
+        warning::HOOK,
         &format!(
             "--{which} {} failed: {}; {then}",
             sanitize_line(&shell_word(command), 80),

@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::Result;
 
 use super::{Run, Setup};
+use crate::contract::warning;
 use crate::outcome::Hint;
 use crate::policy::classify::{self, Class, Observation, Verdict};
 use crate::policy::server_wait;
@@ -41,8 +42,7 @@ impl Run<'_> {
         let config = setup.config;
         let files = &mut self.files;
         if attempt == 2 && files.stdin.is_shared_pipe() {
-            reporter.warning(
-                "stdin",
+            reporter.warning(warning::STDIN,
                 "stdin is a pipe: attempt 2 and later read only what earlier attempts left (--stdin replay gives each the whole input)",
             );
         }
@@ -51,7 +51,7 @@ impl Run<'_> {
         }
         reporter.attempt_start(attempt, config.attempts, &setup.command_text);
         if let Err(problem) = files.hint.prepare() {
-            reporter.warning("hint", &problem);
+            reporter.warning(warning::HINT, &problem);
         }
         let spec = AttemptSpec {
             launch: Launch {
@@ -89,11 +89,11 @@ impl Run<'_> {
     ) -> Judged {
         let config = self.setup.config;
         if let Some(problem) = &outcome.stdin_error {
-            reporter.warning("stdin", problem);
+            reporter.warning(warning::STDIN, problem);
         }
         self.note_lost_output(&outcome.lost, reporter);
         let taken = taken.unwrap_or_else(|problem| {
-            reporter.warning("hint", &problem);
+            reporter.warning(warning::HINT, &problem);
             None
         });
         let (hint, hint_headers) = match taken {
@@ -126,7 +126,7 @@ impl Run<'_> {
             .advice
             .after_attempt(&outcome.ending, &outcome.scan, &config.rules)
         {
-            reporter.warning("preset", &advice);
+            reporter.warning(warning::PRESET, &advice);
         }
         Judged {
             outcome,

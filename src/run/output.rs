@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use super::Run;
+use crate::contract::warning;
 use crate::policy::decision::End;
 use crate::process::signals;
 use crate::report::Reporter;
@@ -44,8 +45,7 @@ impl Run<'_> {
             let what = format!("{what}: {}", error_text(error));
             if !noted.warned.contains(stream) {
                 noted.warned.push(*stream);
-                reporter.warning(
-                    "output",
+                reporter.warning(warning::OUTPUT,
                     &format!("{what}; the rest of the attempt's output is lost (the command itself saw no error)"),
                 );
             }
@@ -67,7 +67,7 @@ impl Run<'_> {
         let held = self.files.held.take();
         if end != End::Success {
             if let Some(message) = held.as_ref().and_then(HeldStdout::dropped) {
-                reporter.warning("output", &message);
+                reporter.warning(warning::OUTPUT, &message);
             }
             return Ok(());
         }

@@ -15,6 +15,7 @@ use rand::rngs::SmallRng;
 
 use super::hook_process::HookRun;
 use super::one_attempt::Judged;
+use crate::contract::warning;
 use crate::outcome::{Ending, SleepSource};
 use crate::policy::backoff::Backoff;
 use crate::policy::classify::{Class, Verdict};
@@ -49,7 +50,7 @@ pub(super) trait Effects {
     fn spool_failure(&self) -> Option<String>;
     fn report_attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>);
     fn report_sleep(&mut self, record: &SleepRecord);
-    fn warn(&mut self, kind: &str, message: &str);
+    fn warning(&mut self, kind: &str, message: &str);
 }
 
 /// What the schedule needs to know of the run's settings.
@@ -76,6 +77,10 @@ pub(super) struct Ended {
 }
 
 /// The splay, then attempts and sleeps until the decision is `Done`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the schedule's loop, read top to bottom as the guide tells it"
+)]
 pub(super) fn run(
     plan: &Plan,
     backoff: &mut Backoff<'_>,
@@ -153,11 +158,10 @@ pub(super) fn run(
                     decision::wait_not_waited_for(plan.limits, effects.now(), &proposed)
                     && done.detail.starts_with(&why)
                 {
-                    effects.warn("retry-after", &why);
+                    effects.warning(warning::RETRY_AFTER, &why);
                 }
                 if let Some(problem) = effects.spool_failure() {
-                    effects.warn(
-                        "stdin",
+                    effects.warning(warning::STDIN,
                         &format!(
                             "{problem}; the last attempt was given all of it as it came, but it could not have been replayed"
                         ),

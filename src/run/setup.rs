@@ -12,6 +12,7 @@ use super::{Files, Run, Setup, State};
 use crate::budget::Budget;
 use crate::cli::config::Config;
 use crate::cli::deadline;
+use crate::contract::warning;
 use crate::outcome::Failures;
 use crate::policy::decision::Limits;
 use crate::presets::advice::Advice;
@@ -118,23 +119,23 @@ impl<'a> Run<'a> {
         }
         // Settings that do not take effect as given: said also under -q.
         for warning in &config.warnings {
-            reporter.lasting_warning("policy", warning);
+            reporter.lasting_warning(warning::POLICY, warning);
         }
         if let Some(warning) = self.files.hint.missing() {
-            reporter.warning("hint", &warning);
+            reporter.warning(warning::HINT, &warning);
         }
         // An outer deadline bounds a nested run: what the warning feared
         // (retries layered on retries, without end) cannot happen.
         if config.outer_deadline.is_none()
             && let Some(warning) = nested_warning(config.attempts)
         {
-            reporter.warning("nested", &warning);
+            reporter.warning(warning::NESTED, &warning);
         }
         // Said once, rather than leaving an attempt's processes running
         // without a word each time one is terminated.
         if !self.setup.own_group && !crate::process::can_find_processes() {
             reporter.warning(
-                "processes",
+                warning::PROCESSES,
                 &format!(
                     "the process table cannot be read ({}): in retry's process group (a \
                      terminal's foreground, --foreground) only the command itself is \

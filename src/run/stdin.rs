@@ -254,7 +254,10 @@ impl Spool {
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(rustix::io::Errno::AGAIN) => {
                     let mut watch = [crate::sys::wait::Watch::new(stdin, PollFlags::IN)];
-                    let _ = crate::sys::wait::wait_for(&mut watch, std::time::Duration::from_secs(3600));
+                    let _ = crate::sys::wait::wait_for(
+                        &mut watch,
+                        std::time::Duration::from_secs(3600),
+                    );
                     continue;
                 }
                 Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
@@ -263,9 +266,12 @@ impl Spool {
                 self.at_eof = true;
                 break;
             }
-            self.file
-                .write_all(&buffer[..count])
-                .with_context(|| format!("--stdin replay: the spool in {}", safe_fs::shown_temp_dir(&self.dir)))?;
+            self.file.write_all(&buffer[..count]).with_context(|| {
+                format!(
+                    "--stdin replay: the spool in {}",
+                    safe_fs::shown_temp_dir(&self.dir)
+                )
+            })?;
             self.length += count as u64;
         }
         Ok(())

@@ -320,7 +320,11 @@ pub(crate) fn collect_reports(
 
 impl Outcome {
     /// An attempt that ended as `ending`, with what its pumps reported.
-    pub(crate) fn of(ending: Ending, reports: Vec<(Stream, PumpReport)>, started: Instant) -> Outcome {
+    pub(crate) fn of(
+        ending: Ending,
+        reports: Vec<(Stream, PumpReport)>,
+        started: Instant,
+    ) -> Outcome {
         let mut outcome = Outcome::unpumped(ending, started);
         for (stream, report) in reports {
             outcome.scan.merge(&report.scan);

@@ -2,8 +2,8 @@
 //! only downwards, in the order `src/lib.rs` declares; the pure policy
 //! knows nothing of processes, runs, the command line or the operating
 //! system, and the reporting nothing of processes, runs or the command
-//! line; and inside a room no file imports a file that imports it back
-//! (through `super::` or `crate::room::`).
+//! line. (Inside a room, files import one another in one direction:
+//! `house.rs`.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -111,73 +111,5 @@ fn the_policy_and_the_reporting_know_nothing_of_processes_runs_or_the_command_li
             .filter(|name| forbidden.contains(&name.as_str()))
             .collect();
         assert!(found.is_empty(), "{room} imports {found:?}");
-    }
-}
-
-/// Inside each room's folder: file -> the sibling files its non-test code
-/// names (`super::x`, `crate::room::x`; a `mod.rs` is the room itself, not
-/// a sibling).
-fn sibling_imports() -> BTreeMap<String, BTreeSet<String>> {
-    let sources = crate::house::non_test_sources();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (path, code) in &sources {
-        let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
-            continue;
-        };
-        let me = path.file_stem().unwrap().to_string_lossy().into_owned();
-        if me == "mod" {
-            continue;
-        }
-        let room = dir.to_string_lossy().replace('/', "::");
-        let siblings: BTreeSet<String> = sources
-            .iter()
-            .filter(|(other, _)| other.parent() == Some(dir))
-            .map(|(other, _)| other.file_stem().unwrap().to_string_lossy().into_owned())
-            .filter(|name| name != "mod" && *name != me)
-            .collect();
-        let key = format!("{room}::{me}");
-        let entry = graph.entry(key).or_default();
-        for prefix in ["super::".to_string(), format!("crate::{room}::")] {
-            for name in names_after(code, &prefix) {
-                if siblings.contains(&name) {
-                    entry.insert(format!("{room}::{name}"));
-                }
-            }
-        }
-    }
-    graph
-}
-
-/// The names after `prefix` in `code` (also inside `prefix{a, b::c}`).
-fn names_after(code: &str, prefix: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for (at, _) in code.match_indices(prefix) {
-        let rest = &code[at + prefix.len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let group = &group[..group.find('}').unwrap_or(group.len())];
-            names.extend(
-                group
-                    .split(',')
-                    .map(|part| part.trim().split("::").next().unwrap_or("").to_string()),
-            );
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            names.push(rest[..end].to_string());
-        }
-    }
-    names
-}
-
-#[test]
-fn no_file_of_a_room_imports_a_file_that_imports_it_back() {
-    let graph = sibling_imports();
-    assert!(graph.len() > 50, "read the rooms: {graph:?}");
-    if let Some(cycle) = crate::house::find_loop(&graph) {
-        panic!(
-            "files of a room import each other in a loop: {}",
-            cycle.join(" -> ")
-        );
     }
 }

@@ -170,7 +170,7 @@ impl Effects for Fake {
         self.log
             .push(format!("splay {}ms", record.delay.as_millis()));
     }
-    fn warn(&mut self, kind: &str, message: &str) {
+    fn warning(&mut self, kind: &str, message: &str) {
         self.log.push(format!("warning {kind}: {message}"));
     }
 }

@@ -52,6 +52,10 @@ pub(super) fn open_existing(path: &Path) -> Result<OwnedFd> {
     open_checked(path, false)
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the checks of a state directory, one per step, in OpenSSH's order"
+)]
 fn open_checked(path: &Path, create: bool) -> Result<OwnedFd> {
     let uid = rustix::process::geteuid().as_raw();
     let shown = path.display();

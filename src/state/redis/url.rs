@@ -454,6 +454,7 @@ mod tests {
     /// Read as the `redis` crate read them (checked against it, input by
     /// input, before it was dropped).
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of URL forms")]
     fn urls_are_read_as_before() {
         let none = None::<&str>;
         let table: &[Row] = &[

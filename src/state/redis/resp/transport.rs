@@ -226,6 +226,7 @@ mod tests {
     /// certificate authority of the test's own (which neither the webpki
     /// roots nor the system's store contain).
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of hostile replies")]
     fn tls_to_a_real_server_works_and_is_checked() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
