@@ -293,11 +293,13 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         Some(circuit) => admit(circuit, config.hooks.give_up_exit, &mut reporter),
         None => Gate::Unchecked,
     };
-    let admitted = matches!(gate, Gate::Admitted);
+    let admitted = matches!(gate, Gate::Admitted { .. });
+    let probing = matches!(gate, Gate::Admitted { probing: true });
     let result = match gate {
         Gate::Refused(summary) => Ok(summary),
-        Gate::Admitted | Gate::Unchecked => {
-            run::run(config, run_id, budget.as_ref(), &mut signals, &mut reporter)
+        Gate::Admitted { .. } | Gate::Unchecked => {
+            let guards = (budget.as_ref(), probing);
+            run::run(config, run_id, guards, &mut signals, &mut reporter)
         }
     };
     if let (Some(circuit), true) = (&circuit, admitted) {
@@ -360,8 +362,9 @@ fn open_guards(config: &Config, reporter: &mut Reporter) -> (Option<Circuit>, Op
 
 /// What the circuit said about a run.
 enum Gate {
-    /// Run, and record the result.
-    Admitted,
+    /// Run, and record the result; `probing`: as the half-open circuit's
+    /// one probe (no hedge may double it).
+    Admitted { probing: bool },
     /// No circuit, or its store could not be used: run as if it were closed.
     Unchecked,
     /// The circuit is open: nothing runs (exit 75, `EX_TEMPFAIL`).
@@ -393,7 +396,9 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
                     failures: crate::outcome::Failures::default(),
                 });
             }
-            Gate::Admitted
+            Gate::Admitted {
+                probing: decision.admission == Admission::Probe,
+            }
         }
         // A signal cut the wait short: the run ends on it before anything
         // starts, and the store was not at fault.

@@ -156,6 +156,15 @@ pub(crate) const ENVIRONMENT: &[Variable] = &[
         brief: None,
     },
     Variable {
+        name: "RETRY_HEDGE",
+        given: Some((
+            Whom::Command,
+            "with `--hedge-after`: which copy of the attempt this is, 0 for the first, 1, 2 ... for its hedges (each has its own `RETRY_HINT_FILE`)",
+        )),
+        read: None,
+        brief: None,
+    },
+    Variable {
         name: "RETRY_HINT_FILE",
         given: Some((
             Whom::Command,
@@ -326,6 +335,8 @@ pub(crate) mod warning {
     pub(crate) const CI: &str = "ci";
     /// The processes an attempt started.
     pub(crate) const PROCESSES: &str = "processes";
+    /// `--hedge-after`.
+    pub(crate) const HEDGING: &str = "hedging";
 }
 
 /// One kind of warning event.
@@ -382,6 +393,10 @@ pub(crate) const WARNING_KINDS: &[WarningKind] = &[
     WarningKind {
         kind: warning::CI,
         meaning: "a GitHub Actions step file (`$GITHUB_OUTPUT`, `$GITHUB_STEP_SUMMARY`) could not be written",
+    },
+    WarningKind {
+        kind: warning::HEDGING,
+        meaning: "`--hedge-after p95`: what earlier runs learned cannot be read or kept (the run is not hedged, or learns nothing)",
     },
     WarningKind {
         kind: warning::PROCESSES,

@@ -5,7 +5,7 @@
 //!
 //! Rooms, from the bottom up: `sys`, `contract`, `text`, `values`, `scan` -
 //! `exit`, `safe_fs` - `outcome` - `process`, `policy` - `state`, `presets`,
-//! `report` - `circuit`, `budget` - `cli` - `run` - `app`. A comma stands
+//! `report` - `circuit`, `budget`, `latency` - `cli` - `run` - `app`. A comma stands
 //! between rooms of one level, which know nothing of each other; a dash
 //! between levels: a room imports only rooms of the levels before it.
 //! `sys` is the operating system (every `unsafe` line); `contract` the
@@ -23,6 +23,7 @@ mod circuit;
 mod cli;
 mod contract;
 pub mod exit;
+mod latency;
 mod outcome;
 pub mod policy;
 mod presets;

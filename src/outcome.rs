@@ -103,6 +103,10 @@ pub(crate) struct Failures {
     pub(crate) transient: u64,
     pub(crate) throttled: u64,
     pub(crate) permanent: u64,
+    /// `--hedge-after`: copies started beyond the first, and copies ended
+    /// because another decided their attempt.
+    pub(crate) hedges: u64,
+    pub(crate) superseded: u64,
 }
 
 /// How the child process itself ended.

@@ -309,6 +309,15 @@ fn preamble(config: &Config) -> String {
         );
     }
     let _ = writeln!(out, "{}", throttled_line(config));
+    if let Some(hedging) = &config.hedging {
+        let line = crate::policy::hedging::explain(
+            hedging.after,
+            hedging.hedges,
+            hedging.learn_as.as_deref(),
+            (config.budget.is_some(), config.circuit.is_some()),
+        );
+        let _ = writeln!(out, "{line}");
+    }
     if !config.splay.is_zero() {
         let _ = writeln!(
             out,

@@ -219,6 +219,14 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u8), allow_hyphen_values = true, help_heading = LIMITS)]
     pub(crate) give_up_exit: Option<u8>,
 
+    /// Start one more copy of an attempt that has run DURATION without ending (p95: the 95th percentile of the --circuit's or --budget's earlier successful attempts, at least 100ms, once 5 are known); the first success wins and the others are ended as a time limit ends an attempt (superseded). For idempotent commands only: copies run at once, each with the whole input (--stdin replay) or none
+    #[arg(long, value_name = "DURATION|p95", value_parser = parsers::parse_hedge_after, help_heading = LIMITS)]
+    pub(crate) hedge_after: Option<crate::policy::hedging::HedgeAfter>,
+
+    /// With --hedge-after: how many copies beyond the first at most (1 to 5, as gRPC's hedging allows); each costs a --budget token
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::policy::hedging::MOST_HEDGES), requires = "hedge_after", help_heading = LIMITS)]
+    pub(crate) hedges: Option<u64>,
+
     /// An attempt that ran at least DURATION before failing starts the backoff over from --delay (a command that was healthy for a while is not punished for old failures)
     #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = BACKOFF)]
     pub(crate) reset_after: Option<Duration>,

@@ -157,6 +157,17 @@ fn escape_non_utf8(bytes: &[u8], escape: impl Fn(&[u8]) -> String) -> String {
     text
 }
 
+/// `--hedge-after`: `p95`, or a duration greater than zero.
+pub(crate) fn parse_hedge_after(text: &str) -> Result<crate::policy::hedging::HedgeAfter, String> {
+    use crate::policy::hedging::HedgeAfter;
+    if text.trim().eq_ignore_ascii_case("p95") {
+        return Ok(HedgeAfter::P95);
+    }
+    crate::values::parse_positive_duration(text)
+        .map(HedgeAfter::Fixed)
+        .map_err(|why| format!("{why} (a duration such as 2s, or p95)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

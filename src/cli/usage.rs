@@ -60,6 +60,8 @@ pub(crate) enum UsageError {
     Presets(PresetError),
     /// `RETRY_DEADLINE` cannot be read.
     Deadline(DeadlineError),
+    /// `--hedge-after` where copies of an attempt cannot run: why.
+    Hedging(&'static str),
 }
 
 impl fmt::Display for UsageError {
@@ -128,6 +130,7 @@ impl fmt::Display for UsageError {
             UsageError::State(problem) => f.write_str(problem),
             UsageError::Presets(err) => err.fmt(f),
             UsageError::Deadline(err) => err.fmt(f),
+            UsageError::Hedging(why) => f.write_str(why),
         }
     }
 }

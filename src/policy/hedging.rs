@@ -13,13 +13,14 @@
 //! - When every copy failed transiently, the group is one failed attempt:
 //!   the ordinary schedule goes on (its last copy's failure is the group's).
 //! - No hedge starts while the retry budget refuses it (each hedge costs a
-//!   token, as gRPC's throttling tokens and Finagle's RetryBudget charge
+//!   token, as gRPC's throttling tokens and Finagle's `RetryBudget` charge
 //!   them), while a circuit is probing (one request is the probe), or past
 //!   the run's deadline.
 
 use std::time::{Duration, Instant};
 
 use crate::policy::classify::Class;
+use crate::values::human;
 
 /// The most copies beyond the first (gRPC allows at most 5).
 pub(crate) const MOST_HEDGES: u64 = 5;
@@ -95,6 +96,9 @@ pub(crate) struct Plan {
 /// What follows, with `copies` in the order they started (the first
 /// started at `first_start`), at `now`.
 pub(crate) fn next(copies: &[CopyState], first_start: Instant, now: Instant, plan: Plan) -> Next {
+    if copies.is_empty() {
+        return Next::Start;
+    }
     if let Some(winner) = copies
         .iter()
         .position(|&c| c == CopyState::Ended(Class::Success))
@@ -135,6 +139,39 @@ pub(crate) fn next(copies: &[CopyState], first_start: Instant, now: Instant, pla
     }
 }
 
+/// `--explain`'s line: when copies start, what they cost, who wins.
+pub(crate) fn explain(
+    after: HedgeAfter,
+    hedges: u64,
+    learn_as: Option<&str>,
+    (budget, circuit): (bool, bool),
+) -> String {
+    let after = match after {
+        HedgeAfter::Fixed(delay) => human(delay),
+        HedgeAfter::P95 => format!(
+            "the 95th percentile of the last successful attempts of {} (at least {}; no hedging until {P95_SAMPLES} are known)",
+            learn_as.unwrap_or("the name"),
+            human(P95_FLOOR)
+        ),
+    };
+    let copies = match hedges {
+        1 => format!("an attempt still running after {after} gets one more copy"),
+        n => format!(
+            "an attempt still running gets another copy each time its newest has run {after}, up to {n} more"
+        ),
+    };
+    let mut cost = String::new();
+    if budget {
+        cost.push_str(" Each copy beyond the first takes a budget token; none starts without one.");
+    }
+    if circuit {
+        cost.push_str(" None starts while the circuit probes (one request is the probe).");
+    }
+    format!(
+        "Hedging (for idempotent commands only): {copies}; the first success wins and the others are ended as a timeout ends an attempt (superseded); a permanent failure of any copy ends the run; when every copy failed, the schedule below goes on. Only the winner's stdout is delivered.{cost}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +192,7 @@ mod tests {
         let run = CopyState::Running;
         let table = [
             // (copies, now in ms, expected)
+            (vec![], 0, Next::Start),
             (vec![run], 50, Next::Wait(Some(at(100, t0)))),
             (vec![run], 100, Next::Start),
             (vec![run, run], 150, Next::Wait(Some(at(200, t0)))),

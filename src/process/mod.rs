@@ -20,6 +20,8 @@ mod kept;
 mod leftovers;
 pub(crate) mod signals;
 mod supervised;
+
+pub(crate) use supervised::Supervised;
 mod tree;
 pub(crate) mod watchdog;
 

@@ -60,7 +60,7 @@ pub(super) fn guard_shared(child: Pid, start: u64, group: i32, before: &[Member]
 }
 
 /// The attempt is over and ended: nothing to guard.
-pub(super) fn release() {
+pub(crate) fn release() {
     if let Some(watchdog) = WATCHDOG.get() {
         watchdog.release();
     }

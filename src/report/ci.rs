@@ -224,6 +224,9 @@ impl<W: Write> Sink for Folds<W> {
         self.close();
     }
 
+    /// The other copies of a hedged attempt stay in its fold.
+    fn side_copy(&mut self, _record: &AttemptRecord) {}
+
     fn circuit_open(&mut self, _message: &str, _exit_code: i32, _elapsed: Duration) {
         self.close();
     }

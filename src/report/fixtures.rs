@@ -34,6 +34,8 @@ pub(crate) fn attempt_record(attempt: u64, outcome: Class) -> AttemptRecord {
         duration: Duration::from_millis(123),
         outcome,
         reason: format!("exit {code}"),
+        copy: None,
+        superseded: false,
     }
 }
 

@@ -102,7 +102,7 @@ impl<W: Write> Sink for JsonSink<W> {
         if self.quiet() {
             return;
         }
-        self.event(json!({
+        let mut event = json!({
             "event": "attempt",
             "attempt": record.attempt,
             "max_attempts": record.max_attempts,
@@ -110,9 +110,14 @@ impl<W: Write> Sink for JsonSink<W> {
             "signal": record.signal,
             "timed_out": record.timed_out,
             "duration_ms": millis(record.duration),
-            "outcome": record.outcome.as_str(),
+            "outcome": record.outcome_str(),
             "reason": record.reason,
-        }));
+        });
+        // Which copy of a hedged attempt (an added field).
+        if let (Some(copy), Value::Object(fields)) = (record.copy, &mut event) {
+            fields.insert("hedge".to_string(), copy.into());
+        }
+        self.event(event);
         if let Some(sleep) = next {
             self.sleep(sleep);
         }

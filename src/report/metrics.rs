@@ -78,6 +78,20 @@ pub(crate) fn render(name: &str, summary: &RunSummary, ended: SystemTime) -> Str
         &by_verdict,
     );
     gauge(
+        "retry_hedges",
+        "Copies of hedged attempts (--hedge-after) the last run started beyond the first, and how many of all its copies were superseded by another.",
+        &[
+            (
+                ",copies=\"started\"".to_string(),
+                failures.hedges.to_string(),
+            ),
+            (
+                ",copies=\"superseded\"".to_string(),
+                failures.superseded.to_string(),
+            ),
+        ],
+    );
+    gauge(
         "retry_success",
         "1 if the last run succeeded, else 0.",
         &one(u8::from(summary.outcome == RunOutcome::Success).to_string()),
@@ -291,6 +305,10 @@ mod tests {
              retry_failures{name=\"job\",verdict=\"transient\"} 0\n\
              retry_failures{name=\"job\",verdict=\"throttled\"} 2\n\
              retry_failures{name=\"job\",verdict=\"permanent\"} 0\n\
+             # HELP retry_hedges Copies of hedged attempts (--hedge-after) the last run started beyond the first, and how many of all its copies were superseded by another.\n\
+             # TYPE retry_hedges gauge\n\
+             retry_hedges{name=\"job\",copies=\"started\"} 0\n\
+             retry_hedges{name=\"job\",copies=\"superseded\"} 0\n\
              # HELP retry_success 1 if the last run succeeded, else 0.\n\
              # TYPE retry_success gauge\n\
              retry_success{name=\"job\"} 1\n\

@@ -141,6 +141,22 @@ pub(crate) struct AttemptRecord {
     pub(crate) duration: Duration,
     pub(crate) outcome: Class,
     pub(crate) reason: String,
+    /// `--hedge-after`: which copy of the attempt this was (0 the first).
+    pub(crate) copy: Option<u64>,
+    /// The copy was ended because another won (or the run ended): its
+    /// outcome is `superseded`.
+    pub(crate) superseded: bool,
+}
+
+impl AttemptRecord {
+    /// The `outcome` words: the verdict's, or `superseded`.
+    pub(crate) fn outcome_str(&self) -> &'static str {
+        if self.superseded {
+            "superseded"
+        } else {
+            self.outcome.as_str()
+        }
+    }
 }
 
 pub(crate) struct SleepRecord {
@@ -202,6 +218,11 @@ trait Sink {
     fn budget(&mut self, _name: &str, _op: &str, _tokens: f64, _took: Duration) {}
     fn attempt_start(&mut self, _attempt: u64, _max_attempts: Option<u64>, _command: &str) {}
     fn attempt(&mut self, _record: &AttemptRecord, _next: Option<&SleepRecord>) {}
+    /// A copy of a hedged attempt that did not decide it (`--hedge-after`),
+    /// told before the attempt's own record; by default, as an attempt.
+    fn side_copy(&mut self, record: &AttemptRecord) {
+        self.attempt(record, None);
+    }
     fn sleep(&mut self, _sleep: &SleepRecord) {}
     fn circuit_open(&mut self, _message: &str, _exit_code: i32, _elapsed: Duration) {}
     fn done(&mut self, _record: &DoneRecord) {}
@@ -366,6 +387,10 @@ impl Reporter {
     /// Its fold closes first, so what is said about it shows outside.
     pub(crate) fn attempt(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
         self.each(|sink| sink.attempt(record, next));
+    }
+
+    pub(crate) fn side_copy(&mut self, record: &AttemptRecord) {
+        self.each(|sink| sink.side_copy(record));
     }
 
     pub(crate) fn sleep(&mut self, sleep: &SleepRecord) {

@@ -73,9 +73,10 @@ impl Sink for Steps {
     fn attempt(&mut self, record: &AttemptRecord, _next: Option<&SleepRecord>) {
         self.log.push(AttemptRow {
             attempt: record.attempt,
+            copy: record.copy.filter(|&copy| copy > 0),
             exit: exit_cell(record),
             duration: record.duration,
-            verdict: record.outcome.as_str(),
+            verdict: record.outcome_str(),
         });
     }
 }
@@ -106,10 +107,12 @@ const LAST_ROWS: usize = 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct AttemptRow {
     pub(crate) attempt: u64,
+    /// A hedge of the attempt (`--hedge-after`): its number.
+    pub(crate) copy: Option<u64>,
     /// The exit code, a signal's name, or `timeout`.
     pub(crate) exit: String,
     pub(crate) duration: Duration,
-    /// `success`, `transient` or `permanent`.
+    /// `success`, `transient`, `permanent` or `superseded`.
     pub(crate) verdict: &'static str,
 }
 
@@ -268,8 +271,10 @@ fn summary(result: &StepResult<'_>, log: &AttemptLog) -> String {
     text.push_str("\n| attempt | exit | duration | verdict |\n|---:|---:|---:|---|\n");
     let row = |row: &AttemptRow| {
         format!(
-            "| {} | {} | {} | {} |\n",
+            "| {}{} | {} | {} | {} |\n",
             row.attempt,
+            row.copy
+                .map_or(String::new(), |copy| format!(" (hedge {copy})")),
             markdown_text(&row.exit),
             human(row.duration),
             row.verdict
@@ -365,6 +370,7 @@ mod tests {
         for attempt in 1..=100 {
             log.push(AttemptRow {
                 attempt,
+                copy: None,
                 exit: "1".into(),
                 duration: Duration::from_millis(5),
                 verdict: "transient",

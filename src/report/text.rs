@@ -66,6 +66,17 @@ struct Hunt {
     said: SystemTime,
 }
 
+/// `2/5`, or `2/5 (hedge 1)` for a copy of a hedged attempt beyond the
+/// first (`--hedge-after`).
+fn of_copy(record: &AttemptRecord) -> String {
+    let of = of_attempts(record.attempt, record.max_attempts);
+    match record.copy {
+        Some(copy) if copy > 0 => format!("{of} (hedge {copy})"),
+        Some(_) => format!("{of} (first copy)"),
+        None => of,
+    }
+}
+
 /// `1 run`, `3 runs`.
 fn plural_runs(count: u64) -> String {
     if count == 1 {
@@ -163,7 +174,7 @@ impl<W: Write> TextSink<W> {
     /// A failed attempt: `attempt 2/5 failed: exit 7 (transient)`, and the
     /// sleep that follows, if any.
     fn failed(&mut self, record: &AttemptRecord, next: Option<&SleepRecord>) {
-        let of = of_attempts(record.attempt, record.max_attempts);
+        let of = of_copy(record);
         let mut what = format!("{} ({})", record.reason, record.outcome.as_str());
         let Some(sleep) = next else {
             self.say(WARNING, &format!("attempt {of} failed: {what}"));
@@ -281,6 +292,16 @@ impl<W: Write> Sink for TextSink<W> {
             return;
         }
         if self.quiet() || reader_went_away(record.signal, record.timed_out) {
+            return;
+        }
+        if record.superseded {
+            // A copy of a hedged attempt that another copy's end made moot.
+            let line = format!(
+                "attempt {} superseded: another copy decided the attempt ({})",
+                of_copy(record),
+                record.reason
+            );
+            self.say(DIM, &line);
             return;
         }
         if record.outcome != Class::Success {

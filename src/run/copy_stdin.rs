@@ -50,6 +50,10 @@ impl StdinSource {
                     }
                 }
             }
+            // A pipe whose writer is gone without a word (a harness that
+            // gave an empty stdin) holds nothing to share: looked at for a
+            // moment, as its writer may close it just after starting us.
+            StdinSource::SharedPipe if spent_soon(crate::sys::fd::own_fd(0)) => None,
             StdinSource::SharedPipe | StdinSource::Rewind { .. } => {
                 Some("stdin would be read by every copy at once, each getting a part of it")
             }
@@ -113,5 +117,33 @@ impl Feed {
             offset += count as u64;
         }
         Ok(())
+    }
+}
+
+/// Whether the pipe at `fd` ends (its writer gone) without a byte within a
+/// quarter of a second.
+fn spent_soon(fd: BorrowedFd<'_>) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(250);
+    loop {
+        let mut watch = [crate::sys::wait::Watch::new(
+            fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match crate::sys::wait::wait_for(&mut watch, left) {
+            Ok(_) => {
+                let ready = watch[0].ready();
+                if ready.contains(rustix::event::PollFlags::IN) {
+                    return false;
+                }
+                if ready.contains(rustix::event::PollFlags::HUP) {
+                    return true;
+                }
+                if left.is_zero() {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
     }
 }

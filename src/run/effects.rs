@@ -75,8 +75,19 @@ impl Effects for Working<'_, '_> {
     }
 
     fn attempt(&mut self, number: u64, previous_exit: Option<i32>) -> Result<Judged> {
-        self.run
-            .attempt(number, previous_exit, self.signals, self.reporter)
+        let judged = match self.run.setup.hedge {
+            Some(plan) => {
+                self.run
+                    .hedged_attempt(plan, number, previous_exit, self.signals, self.reporter)?
+            }
+            None => self
+                .run
+                .attempt(number, previous_exit, self.signals, self.reporter)?,
+        };
+        if judged.verdict.class == Class::Success {
+            self.run.state.last_success = Some(judged.outcome.duration);
+        }
+        Ok(judged)
     }
 
     fn on_retry(&mut self, next: u64, previous: &Ending) -> Option<HookRun> {

@@ -23,6 +23,7 @@ mod budget;
 mod copy_stdin;
 pub(crate) mod deliver;
 mod effects;
+mod hedged;
 mod hint;
 mod hook_process;
 mod hooks;
@@ -81,6 +82,11 @@ struct Setup<'a> {
     one_output_file: bool,
     /// The command, for the `attempt` event.
     command_text: String,
+    /// `--hedge-after`: how the run hedges its attempts (`None`: it does
+    /// not, or `p95` has not learned enough yet).
+    hedge: Option<hedged::HedgePlan>,
+    /// The run is its circuit's half-open probe: no hedge doubles it.
+    probing: bool,
 }
 
 /// The files a run holds for its attempts.
@@ -89,6 +95,8 @@ struct Files {
     stdin: StdinSource,
     /// `--buffer-stdout` or `-o`: each attempt's stdout, held apart.
     held: Option<HeldStdout>,
+    /// The hint files of a hedged attempt's copies beyond the first.
+    hedge_hints: Vec<HintFile>,
 }
 
 /// What a run learns as its attempts go.
@@ -105,17 +113,25 @@ struct State<'a> {
     choice_said: bool,
     /// Failed attempts so far, by final verdict.
     failures: Failures,
+    /// `--hedge-after p95`: where successful attempts' durations are
+    /// learned, and the last one's.
+    latency: Option<crate::latency::Latency>,
+    last_success: Option<std::time::Duration>,
 }
 
+/// A run of `config`'s command. `budget`: the retry budget in force;
+/// `probing`: the run is its circuit's one half-open probe.
 pub(crate) fn run(
     config: &Config,
     run_id: &str,
-    budget: Option<&Budget>,
+    (budget, probing): (Option<&Budget>, bool),
     signals: &mut SignalEvents,
     reporter: &mut Reporter,
 ) -> Result<RunSummary> {
     let mut run = Run::set_up(config, run_id, budget)?;
+    run.setup.probing = probing;
     run.announce(reporter);
+    run.plan_hedging(reporter)?;
     let plan = run.plan();
     let mut backoff = config.policy.sleeps();
     let Ended {
@@ -136,6 +152,9 @@ pub(crate) fn run(
         mut end,
         mut detail,
     } = done;
+    if end == End::Success {
+        run.learn_latency(reporter);
+    }
     if let Err(problem) = run.deliver(end, reporter) {
         // The command succeeded, but its output did not reach its place:
         // retry's own failure. The `done` event keeps the outcome.

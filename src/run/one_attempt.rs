@@ -27,6 +27,8 @@ pub(super) struct Judged {
     pub(super) verdict: Verdict,
     /// The HTTP response whose headers may set the next sleep.
     pub(super) response: Option<Response>,
+    /// `--hedge-after`: which copy of the attempt it was.
+    pub(super) copy: Option<u64>,
 }
 
 impl Run<'_> {
@@ -133,6 +135,7 @@ impl Run<'_> {
             hint,
             verdict,
             response,
+            copy: None,
         }
     }
 }

@@ -277,6 +277,24 @@ fn attempt_record(
         duration: judged.outcome.duration,
         outcome: verdict.class,
         reason: verdict.reason,
+        copy: judged.copy,
+        superseded: false,
+    }
+}
+
+/// The `attempt` event of a copy of a hedged attempt that did not decide
+/// it: its own outcome, or `superseded`.
+pub(super) fn copy_record(
+    attempt: u64,
+    max_attempts: Option<u64>,
+    judged: &Judged,
+    copy: u64,
+    superseded: bool,
+) -> AttemptRecord {
+    AttemptRecord {
+        copy: Some(copy),
+        superseded,
+        ..attempt_record(attempt, max_attempts, judged, judged.verdict.clone())
     }
 }
 

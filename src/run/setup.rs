@@ -71,11 +71,14 @@ impl<'a> Run<'a> {
                 && crate::sys::fd::same_file(own_fd(1), own_fd(2))
                 && !rustix::termios::isatty(own_fd(1)),
             command_text: crate::text::shell_command(&config.command),
+            hedge: None,
+            probing: false,
         };
         let files = Files {
             hint: HintFile::for_run().context("setting up the hint file")?,
             stdin: StdinSource::new(config.stdin)?,
             held,
+            hedge_hints: Vec::new(),
         };
         let state = State {
             budget,
@@ -84,6 +87,8 @@ impl<'a> Run<'a> {
             advice: Advice::new(&config.rules, &config.command, config.scan_stdout),
             choice_said: false,
             failures: Failures::default(),
+            latency: None,
+            last_success: None,
         };
         Ok(Run {
             setup,

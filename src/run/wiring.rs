@@ -102,11 +102,11 @@ pub(crate) struct AttemptSpec<'a> {
 
 /// Pipes for the attempt's output as `output` asks, set in `launch`, and
 /// the pump jobs that read them (none when nothing is scanned or held).
-pub(crate) fn plumb<'a>(
+pub(crate) fn plumb<'g>(
     launch: &mut Launch<'_>,
-    output: &OutputPlan<'a>,
-    give_up: &'a (dyn Fn() -> bool + Sync),
-) -> Result<Vec<PumpJob<'a>>> {
+    output: &OutputPlan<'_>,
+    give_up: &'g (dyn Fn() -> bool + Sync),
+) -> Result<Vec<PumpJob<'g>>> {
     let mut jobs = Vec::new();
     let scanning = output.patterns.is_some();
     let scan_stdout = scanning && output.scan_stdout;

@@ -92,6 +92,7 @@ static WRITE_END: AtomicI32 = AtomicI32::new(-1);
 
 /// The watchdog's pipe, as a fork that never executes must close it (-1:
 /// none).
+#[cfg(all(target_os = "linux", not(retry_posix)))]
 pub(crate) fn write_end() -> RawFd {
     WRITE_END.load(Ordering::SeqCst)
 }

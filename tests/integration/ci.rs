@@ -746,3 +746,32 @@ fn on_github_a_usage_error_is_an_error_annotation_like_any_other_error() {
         assert!(!dir.path().join("app.log").exists());
     }
 }
+
+#[test]
+fn a_hedged_attempt_is_one_group_and_its_copies_are_rows_of_the_summary() {
+    let dir = scratch();
+    let summary = dir.path().join("summary");
+    std::fs::write(&summary, "").unwrap();
+    let env = [
+        ("GITHUB_ACTIONS", "true"),
+        ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+    ];
+    // Copy 0 speaks and hangs; copy 1 speaks and succeeds.
+    let body = "echo \"err $RETRY_HEDGE\" >&2; [ \"$RETRY_HEDGE\" = 1 ] || exec sleep 20";
+    let args = ["--hedge-after", "300ms", "--", "sh", "-c", body];
+    let out = ci_run(&env, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    let lines = github_lines(&out.stderr);
+    let groups = groups(&lines);
+    assert_eq!(groups.len(), 1, "{groups:#?}");
+    let inside = groups[0].1.join("\n");
+    assert!(inside.contains("err 0"), "{inside}");
+    assert!(inside.contains("[hedge 1] err 1"), "{inside}");
+    assert!(inside.contains("superseded"), "{inside}");
+    let rows = summary_rows(&std::fs::read_to_string(&summary).unwrap());
+    let cells: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|row| (row[0].as_str(), row[3].as_str()))
+        .collect();
+    assert_eq!(cells, [("1", "superseded"), ("1 (hedge 1)", "success")]);
+}

@@ -198,6 +198,10 @@ fn commands(lines: &[&str]) -> Vec<(usize, String, String)> {
     found
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over a page, each kind of block and marker in turn"
+)]
 fn parse(page: &Path) -> Page {
     let text = fs::read_to_string(page).unwrap();
     let name = page.strip_prefix(ROOT).unwrap().display().to_string();
@@ -511,6 +515,10 @@ fn rewritten(text: &str, http_port: u16, scratch: &Path) -> String {
 
 /// Runs `example` (with the page's `files`) and says what is wrong, if
 /// anything.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one example's setting up, running and checking, in order"
+)]
 fn run(example: &Example, files: &[(String, String)], standins: &Path) -> Result<(), String> {
     let scratch = scratch();
     let dir = scratch.path();

@@ -15,6 +15,7 @@ mod exec;
 mod fleet;
 mod fleet_deployments;
 mod handoff;
+mod hedging;
 mod hooks;
 mod hostile;
 mod house;

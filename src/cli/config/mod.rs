@@ -7,10 +7,12 @@
 //! their own), each
 //! answering one question: `mode` (what this invocation does), `limits`
 //! (how many attempts, how long, an outer deadline), `rules` (how an
-//! attempt is judged: exit codes, patterns, the preset), `hooks`, `guards`
-//! (circuit, budget and their store) and `reporting`.
+//! attempt is judged: exit codes, patterns, the preset), `hooks`,
+//! `hedging` (copies of a slow attempt), `guards` (circuit, budget and
+//! their store) and `reporting`.
 
 mod guards;
+pub(crate) mod hedging;
 mod hooks;
 mod limits;
 mod mode;
@@ -30,6 +32,7 @@ use crate::cli::{Cli, Env};
 use crate::policy::backoff::Policy;
 use crate::policy::rules::Rules;
 use crate::report::ReportSettings;
+pub(crate) use hedging::Hedging;
 pub(crate) use hooks::{GIVE_UP_LIMIT, Hooks};
 pub(crate) use mode::Mode;
 pub(crate) use reporting::ReportFlags;
@@ -70,6 +73,8 @@ pub(crate) struct Config {
     /// `--on-retry`, `--on-give-up`, `--until-failure`, `--reset-after`,
     /// `--successes`, `--give-up-exit`.
     pub(crate) hooks: Hooks,
+    /// `--hedge-after`, `--hedges`.
+    pub(crate) hedging: Option<Hedging>,
     /// What the preset choice did besides the rules, for `-v` and
     /// `--explain`: why a wrapped command got none, the command's locale.
     pub(crate) preset_notes: Vec<String>,
@@ -85,6 +90,7 @@ impl Config {
         let limits = limits::limits(&cli, &mode, env)?;
         let judging = rules::judging(&cli, &mode, env)?;
         let hooks = hooks::hooks(&cli, limits.attempts)?;
+        let hedging = hedging::hedging(&cli)?;
         let guards = guards::guards(&cli, env)?;
         // Scanned output: the child's stderr goes through retry.
         let scanned = judging.rules.patterns.is_some();
@@ -122,6 +128,7 @@ impl Config {
             circuit: guards.circuit,
             budget: guards.budget,
             hooks,
+            hedging,
             preset_notes: judging.preset_notes,
             child_locale: judging.child_locale,
             command: cli.command,

@@ -136,6 +136,7 @@ impl Effects for Fake {
                 reason: "scripted".to_string(),
             },
             response,
+            copy: None,
         })
     }
     fn on_retry(&mut self, next: u64, _previous: &Ending) -> Option<HookRun> {
