@@ -39,7 +39,7 @@ mod walk;
 
 pub(crate) use open::{Unopened, open_append_log, open_trusted};
 pub(crate) use private_dir::{PrivateDir, shown_temp_dir, temp_dir};
-pub(crate) use unnamed::{create_new_in, create_unnamed, random_name};
+pub(crate) use unnamed::{hold, random_name, remove_stale, try_create_in};
 pub(crate) use walk::open_directory;
 
 /// What stands at a path.
@@ -289,7 +289,7 @@ mod tests {
     fn new_files_get_their_mode_on_the_descriptor() {
         let dir = tempfile::tempdir().unwrap();
         let at = open_directory(dir.path()).unwrap();
-        let (_file, name) = create_new_in(at.as_fd(), ".x-", 0o644).unwrap();
+        let (_file, name) = unnamed::create_new_in(at.as_fd(), ".x-", 0o644).unwrap();
         let path = dir.path().join(name);
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert!(meta.file_type().is_file());

@@ -19,6 +19,16 @@ pub(super) fn hook_command(
     }
 }
 
+/// `--foreground` where the system has no terminal process groups to keep
+/// the command in (Windows: each attempt runs in a job and a console
+/// group of its own, always).
+pub(super) fn check_foreground(foreground: bool) -> Result<(), UsageError> {
+    match crate::sys::process::NO_FOREGROUND {
+        Some(why) if foreground => Err(UsageError(format!("--foreground: {why}"))),
+        _ => Ok(()),
+    }
+}
+
 /// `--success-on-exit` and the exit-code lists must not share a code: the
 /// success would silently win over the list.
 pub(super) fn check_success_codes(

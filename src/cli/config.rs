@@ -13,7 +13,8 @@ use crate::circuit::CircuitConfig;
 use crate::cli::Cli;
 use crate::cli::StdinMode;
 use crate::cli::checks::{
-    check_exit_lists, check_success_codes, check_successes, give_up_exit_collision, hook_command,
+    check_exit_lists, check_foreground, check_success_codes, check_successes,
+    give_up_exit_collision, hook_command,
 };
 use crate::cli::deadline::{self, OuterDeadline};
 use crate::cli::generate::Kind as GenerateKind;
@@ -199,6 +200,7 @@ impl Config {
             union(&cli.retry_on_exit).as_ref(),
             union(&cli.stop_on_exit).as_ref(),
         )?;
+        check_foreground(cli.foreground)?;
         let hooks = Hooks {
             on_retry: hook_command("--on-retry", cli.on_retry)?,
             on_give_up: hook_command("--on-give-up", cli.on_give_up)?,

@@ -17,6 +17,7 @@
 mod ending;
 mod jobs;
 mod kept;
+mod launch;
 mod leftovers;
 pub(crate) mod signals;
 mod tree;
@@ -25,32 +26,14 @@ pub(crate) mod watchdog;
 use crate::outcome::{Ending, ProcessEnd};
 use crate::sys::process::Exit;
 use ending::not_started;
+pub(crate) use launch::{ChildIo, Launch, shell};
 
-use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions};
 
 use crate::process::signals::{Event, Events};
-
-/// A standard descriptor for the child. Kept as data: `spawn` is lent the
-/// descriptors (it hands the child duplicates), and `Null` opens `/dev/null`
-/// only for a spawn that needs it.
-pub(crate) enum ChildIo {
-    Inherit,
-    Null,
-    Fd(OwnedFd),
-}
-
-pub(crate) struct Launch<'a> {
-    pub(crate) argv: &'a [OsString],
-    pub(crate) env: Vec<(&'static str, OsString)>,
-    pub(crate) own_group: bool,
-    pub(crate) stdin: ChildIo,
-    pub(crate) stdout: ChildIo,
-    pub(crate) stderr: ChildIo,
-}
 
 /// A started attempt: its pid, ours to signal until reaped.
 pub(crate) struct Running {

@@ -29,6 +29,7 @@
 mod absent;
 mod case;
 mod dir;
+mod names;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -47,6 +48,7 @@ use super::store::{
     Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
 };
 use crate::safe_fs::replace::{NewMode, Options, Replacement, Step, Trouble};
+use names::{Names, temporary_name};
 
 pub(crate) struct FileStore {
     /// For messages.
@@ -78,50 +80,6 @@ fn wait_for_lock(
         let _ = send.send(locked);
     };
     crate::sys::thread::spawn_with_signals_blocked("retry-lock", 64 * 1024, waiter).map(|_| receive)
-}
-
-/// The file names of one record.
-struct Names {
-    /// `{prefix}NAME`: the stem of every name below (a name with capitals
-    /// marked, `case`).
-    stem: String,
-    json: String,
-    lock: String,
-    /// Sync every write to disk (the record's kind asks it).
-    durable: bool,
-}
-
-impl Names {
-    fn new(kind: &Kind, name: &str) -> Names {
-        let stem = format!("{}{}", kind.file_prefix, case::in_file_names(name));
-        Names {
-            json: format!("{stem}.json"),
-            lock: format!("{stem}.lock"),
-            durable: kind.durable,
-            stem,
-        }
-    }
-
-    /// Whether `file` is one of this record's temporary names (and not,
-    /// say, one of `STEM.other`'s).
-    fn is_temporary(&self, file: &[u8]) -> bool {
-        let random = file
-            .strip_prefix(b".")
-            .and_then(|rest| rest.strip_prefix(self.stem.as_bytes()))
-            .and_then(|rest| rest.strip_prefix(b"."))
-            .and_then(|rest| rest.strip_suffix(b".tmp"));
-        random.is_some_and(|r| r.len() == 6 && r.iter().all(u8::is_ascii_alphanumeric))
-    }
-}
-
-/// A fresh temporary name of the record `stem`: `.STEM.XXXXXX.tmp`, six
-/// letters or digits, as the `tempfile` crate (used before) makes them.
-fn temporary_name(stem: &str) -> String {
-    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let random: String = (0..6)
-        .map(|_| char::from(CHARS[rand::random_range(0..CHARS.len())]))
-        .collect();
-    format!(".{stem}.{random}.tmp")
 }
 
 /// What a non-regular file is, for messages.
@@ -342,7 +300,7 @@ impl FileStore {
             Err(Trouble::Failed(Step::Name, _)) if self.unnamed => self.replace(names, text, false),
             other => other,
         }
-        .map_err(|trouble| self.trouble(names, trouble))
+        .map_err(|trouble| names::trouble(&self.dir, names, trouble))
     }
 
     /// One try at replacing the record with `text`.
@@ -363,33 +321,6 @@ impl FileStore {
             Replacement::new(dir, OsStr::new(&names.json), options, Box::new(temporary))?;
         replacement.write_all(text)?;
         replacement.commit()
-    }
-
-    /// A failed replacement, in words.
-    fn trouble(&self, names: &Names, trouble: Trouble) -> anyhow::Error {
-        let (step, err) = match trouble {
-            Trouble::Failed(step, err) => (step, err),
-            // Not asked for: the store's replacements are unguarded.
-            Trouble::Refused(refusal) => {
-                return anyhow::anyhow!(
-                    "replacing {}: {refusal:?}",
-                    self.dir.join(&names.json).display()
-                );
-            }
-        };
-        let what = match step {
-            Step::Look | Step::Create => {
-                format!("creating a temporary file in {}", self.dir.display())
-            }
-            Step::Mode => "setting the state's mode".to_string(),
-            Step::Write => "writing the state".to_string(),
-            Step::Sync => "syncing the state".to_string(),
-            Step::Name | Step::Rename => {
-                format!("replacing {}", self.dir.join(&names.json).display())
-            }
-            Step::SyncDir => format!("syncing {}", self.dir.display()),
-        };
-        anyhow::Error::new(err).context(what)
     }
 }
 
