@@ -261,6 +261,10 @@ impl Outlet {
     }
 }
 
+/// Ready retry's stderr for colour escapes: a terminal takes them as they
+/// are (Windows' console must be asked to: `sys/windows/fd.rs`).
+pub(crate) fn prepare_colour() {}
+
 /// The same open file: two descriptors whose files have one device and inode.
 pub(crate) fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
     match (rustix::fs::fstat(a), rustix::fs::fstat(b)) {

@@ -1,5 +1,5 @@
 //! The Windows build's end-to-end tests, run under wine here (`scripts/test`
-//! with RETRY_TEST_BUILDS="windows") and on a Windows runner in CI: the
+//! with `RETRY_TEST_BUILDS="windows"`) and on a Windows runner in CI: the
 //! core promises with `cmd.exe` where the Unix tests use `sh`. What wine
 //! cannot show (a Ctrl-Break to a console process group) is tested by the
 //! Windows runner alone (`a_time_limit_gives_a_console_program_its_ctrl_break_first`).
@@ -36,7 +36,7 @@ fn scratch() -> tempfile::TempDir {
 /// A batch file `name` in `dir` holding `lines` (CRLF line ends).
 fn batch(dir: &Path, name: &str, lines: &[&str]) -> PathBuf {
     let path = dir.join(name);
-    let text: String = lines.iter().map(|line| format!("{line}\r\n")).collect();
+    let text: String = lines.iter().flat_map(|line| [line, "\r\n"]).collect();
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -346,7 +346,7 @@ fn stdin_from_a_file_is_replayed_to_every_attempt() {
 
 /// Wine does not deliver a Ctrl-Break to a console process group
 /// (`GenerateConsoleCtrlEvent` fails there): this runs on a real Windows
-/// runner only (RETRY_TEST_CONSOLE=1 in the workflow's Windows job). The
+/// runner only (`RETRY_TEST_CONSOLE=1` in the workflow's Windows job). The
 /// console program is retry itself: a Ctrl-Break ends its run as SIGTERM
 /// does elsewhere, and it says so before its own job ends (a job ended
 /// without the Ctrl-Break would say nothing).

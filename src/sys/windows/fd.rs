@@ -284,6 +284,13 @@ impl Outlet {
     }
 }
 
+/// Ready retry's stderr for colour escapes: a console takes them once its
+/// `ENABLE_VIRTUAL_TERMINAL_PROCESSING` is on, which anstream turns on
+/// (through anstyle-query) when it wraps a console.
+pub(crate) fn prepare_colour() {
+    let _ = anstream::AutoStream::always_ansi(io::stderr());
+}
+
 /// The same open file: two handles of one volume and file index.
 pub(crate) fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
     fn identity(handle: BorrowedFd<'_>) -> Option<(u32, u32, u32)> {
