@@ -30,13 +30,13 @@ mod absent;
 mod case;
 mod dir;
 mod names;
+mod waiting;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::sys::fs::{mode_bits, raw_mode};
@@ -49,6 +49,7 @@ use super::store::{
 };
 use crate::safe_fs::replace::{NewMode, Options, Replacement, Step, Trouble};
 use names::{Names, temporary_name};
+use waiting::LockWait;
 
 pub(crate) struct FileStore {
     /// For messages.
@@ -185,49 +186,20 @@ impl FileStore {
             );
         }
         let started = Instant::now();
-        let (deadline, by_run) = patience.end(started, self.timeout);
         match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => return Ok(fd),
             Err(Errno::WOULDBLOCK | Errno::INTR) => {}
             Err(err) => return Err(err).with_context(|| format!("locking {}", path.display())),
         }
         let waiting = wait_for_lock(fd).with_context(|| format!("locking {}", path.display()))?;
-        loop {
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            let slice = left.map_or(SIGNAL_SLICE, |left| left.min(SIGNAL_SLICE));
-            match waiting.recv_timeout(slice) {
-                Ok(Ok(fd)) => return Ok(fd),
-                Ok(Err(err)) => {
-                    return Err(err).with_context(|| format!("locking {}", path.display()));
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                // The waiter is gone without an answer: no lock will come,
-                // and waiting on would only spin until the deadline.
-                Err(RecvTimeoutError::Disconnected) => {
-                    bail!(
-                        "locking {}: the wait for the lock ended without it",
-                        path.display()
-                    );
-                }
-            }
-            if patience.interrupted() {
-                return Err(Interrupted.into());
-            }
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                let within = if by_run {
-                    format!(
-                        "before --max-time ran out ({:.2}s)",
-                        started.elapsed().as_secs_f64()
-                    )
-                } else {
-                    format!("within {}", crate::values::human(self.timeout))
-                };
-                bail!(
-                    "could not lock {} {within} (held by another process)",
-                    self.dir.join(&names.json).display()
-                );
-            }
+        LockWait {
+            lock: &path,
+            record: &self.dir.join(&names.json),
+            started,
+            timeout: self.timeout,
+            patience,
         }
+        .until_locked(&waiting)
     }
 
     /// Remove temporary files a killed writer of this record left behind.

@@ -91,7 +91,8 @@ fn decode(record: &[u8]) -> Option<Guarded> {
 static WRITE_END: AtomicI32 = AtomicI32::new(-1);
 
 /// The watchdog's pipe, as a fork that never executes must close it (-1:
-/// none).
+/// none). Only the keeper (native Linux) forks so.
+#[cfg_attr(not(all(target_os = "linux", not(retry_posix))), allow(dead_code))]
 pub(crate) fn write_end() -> RawFd {
     WRITE_END.load(Ordering::SeqCst)
 }

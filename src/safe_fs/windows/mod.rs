@@ -16,7 +16,7 @@
 
 use std::ffi::OsStr;
 use std::fs::{File, FileType};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -24,19 +24,11 @@ use anyhow::{Context, Result, bail};
 use crate::sys::fd::OwnedFd;
 use crate::sys::fs::{Mode, OFlags};
 
+#[path = "../kinds.rs"]
+mod kinds;
 pub(crate) mod replace;
 
-/// What stands at a path (Unix's kinds; Windows shows no FIFO or socket).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)]
-pub(crate) enum Kind {
-    Regular,
-    Directory,
-    Symlink,
-    Fifo,
-    Device,
-    Socket,
-}
+pub(crate) use kinds::{Kind, Unreadable, kind_at, read_bounded};
 
 impl Kind {
     pub(crate) fn of(file_type: FileType) -> Kind {
@@ -58,36 +50,6 @@ impl Kind {
             _ => Kind::Device,
         }
     }
-
-    /// For messages: "a directory", "a symlink", ...
-    pub(crate) fn described(self) -> &'static str {
-        match self {
-            Kind::Regular => "a regular file",
-            Kind::Directory => "a directory",
-            Kind::Symlink => "a symlink",
-            Kind::Fifo => "a FIFO",
-            Kind::Device => "a device",
-            Kind::Socket => "a socket",
-        }
-    }
-}
-
-/// What stands at `path` itself (a symlink is not followed); `None` when
-/// nothing does.
-pub(crate) fn kind_at(path: &Path) -> io::Result<Option<Kind>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) => Ok(Some(Kind::of(meta.file_type()))),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err),
-    }
-}
-
-/// Why a small file another process wrote was not read.
-#[derive(Debug)]
-pub(crate) enum Unreadable {
-    NotRegular(Kind),
-    TooLong,
-    Io(io::Error),
 }
 
 /// The content of the regular file at `path`, at most `limit` bytes;
@@ -119,13 +81,6 @@ pub(crate) fn read_small_regular(path: &Path, limit: usize) -> Result<Option<Vec
 /// `path` opened for reading without following a symlink at its end.
 pub(crate) fn open_read_nofollow(path: &Path) -> io::Result<File> {
     crate::sys::fs::open(path, OFlags::RDONLY | OFlags::NOFOLLOW, Mode::empty()).map(File::from)
-}
-
-/// At most `limit` bytes of `file`; `None` if it holds more.
-pub(crate) fn read_bounded(file: &mut File, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
-    Ok((bytes.len() <= limit).then_some(bytes))
 }
 
 /// The directory a file path names a file in (`.` for a bare name), and

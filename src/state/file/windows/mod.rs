@@ -22,12 +22,13 @@ mod absent;
 mod case;
 #[path = "../names.rs"]
 mod names;
+#[path = "../waiting.rs"]
+mod waiting;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -38,6 +39,7 @@ use super::store::{
 use crate::safe_fs::replace::{NewMode, Options, Replacement};
 use crate::sys::fd::OwnedFd;
 use names::{Names, temporary_name};
+use waiting::LockWait;
 
 pub(crate) struct FileStore {
     /// For messages, and where every file is.
@@ -117,47 +119,20 @@ impl FileStore {
             .open(&path)
             .with_context(|| format!("opening the lock file {}", path.display()))?;
         let started = Instant::now();
-        let (deadline, by_run) = patience.end(started, self.timeout);
         if crate::sys::fs::lock_exclusive(&file, false)
             .with_context(|| format!("locking {}", path.display()))?
         {
             return Ok(file);
         }
         let waiting = wait_for_lock(file).with_context(|| format!("locking {}", path.display()))?;
-        loop {
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            let slice = left.map_or(SIGNAL_SLICE, |left| left.min(SIGNAL_SLICE));
-            match waiting.recv_timeout(slice) {
-                Ok(Ok(file)) => return Ok(file),
-                Ok(Err(err)) => {
-                    return Err(err).with_context(|| format!("locking {}", path.display()));
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    bail!(
-                        "locking {}: the wait for the lock ended without it",
-                        path.display()
-                    );
-                }
-            }
-            if patience.interrupted() {
-                return Err(Interrupted.into());
-            }
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                let within = if by_run {
-                    format!(
-                        "before --max-time ran out ({:.2}s)",
-                        started.elapsed().as_secs_f64()
-                    )
-                } else {
-                    format!("within {}", crate::values::human(self.timeout))
-                };
-                bail!(
-                    "could not lock {} {within} (held by another process)",
-                    self.dir.join(&names.json).display()
-                );
-            }
+        LockWait {
+            lock: &path,
+            record: &self.dir.join(&names.json),
+            started,
+            timeout: self.timeout,
+            patience,
         }
+        .until_locked(&waiting)
     }
 
     /// Remove temporary files a killed writer of this record left behind
