@@ -365,3 +365,42 @@ fn a_time_limit_gives_a_console_program_its_ctrl_break_first() {
         .stderr(predicate::str::contains("interrupted by SIGTERM"));
     assert!(started.elapsed() < Duration::from_secs(15));
 }
+
+#[test]
+fn piped_input_is_replayed_to_every_attempt() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(BIN)
+        .args(["--stdin", "replay", "-n", "3", "-d", "1ms", "--"])
+        .args(["cmd", "/c", "set /p x= & echo got %x% & exit 1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\r\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("got hello").count(), 3, "{text}");
+}
+
+#[test]
+fn held_output_and_metrics_are_delivered_at_the_end() {
+    let dir = scratch();
+    let metrics = dir.path().join("retry.prom");
+    retry()
+        .args(["--buffer-stdout", "-n", "2", "-d", "1ms", "--metrics-file"])
+        .arg(&metrics)
+        .args([
+            "--",
+            "cmd",
+            "/c",
+            "echo out %RETRY_ATTEMPT% & if %RETRY_ATTEMPT%==1 exit 1",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("out 2"))
+        .stdout(predicate::str::contains("out 1").not());
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    assert!(text.contains("retry_attempts{name=\"cmd\"} 2"), "{text}");
+}
