@@ -103,15 +103,24 @@ impl Running {
     /// Ask the attempt to end: a Ctrl-Break to its group when there is time
     /// for it (`grace`) and it can be sent, then the end of that grace; else
     /// its job is ended now (`None`).
-    fn ask_to_end(&self, grace: Duration, code: u32) -> Option<Instant> {
+    fn ask_to_end(&mut self, grace: Duration, code: u32) -> Option<Instant> {
         if !grace.is_zero()
             && self.own_group
             && crate::sys::process::ctrl_break(self.started.child.id())
         {
             return Some(Instant::now() + grace);
         }
-        self.started.job.terminate(code);
+        self.end_job(code);
         None
+    }
+
+    /// End the attempt's job; should the system refuse, its process at
+    /// least (what it started then runs on until retry's end closes the
+    /// job).
+    fn end_job(&mut self, code: u32) {
+        if !self.started.job.terminate(code) {
+            let _ = self.started.child.kill();
+        }
     }
 
     /// Wait for the attempt to end, woken by its exit, its deadline or a
@@ -144,7 +153,7 @@ impl Running {
                 } else {
                     ENDED_CODE
                 };
-                self.started.job.terminate(code);
+                self.end_job(code);
                 continue;
             }
             if let Some(Event::Signal { signal, .. }) = events.pop() {
@@ -173,7 +182,7 @@ impl Running {
             let _ = self.started.job.set_kill_on_close(false);
         } else if self.started.job.active_processes() > 0 {
             // A failed attempt's leftovers end before the next attempt.
-            self.started.job.terminate(ENDED_CODE);
+            self.end_job(ENDED_CODE);
         }
         Ending {
             process,

@@ -93,10 +93,11 @@ impl Job {
         checked(unsafe { AssignProcessToJobObject(self.raw(), process) })
     }
 
-    /// End every process in the job, each with exit code `code`.
-    pub(crate) fn terminate(&self, code: u32) {
+    /// End every process in the job, each with exit code `code`; false if
+    /// the system refused.
+    pub(crate) fn terminate(&self, code: u32) -> bool {
         // SAFETY: the job handle is ours and open.
-        unsafe { TerminateJobObject(self.raw(), code) };
+        unsafe { TerminateJobObject(self.raw(), code) != 0 }
     }
 
     /// How many processes of the job are running.
