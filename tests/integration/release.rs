@@ -166,6 +166,8 @@ fn the_release_scripts_pass_shellcheck() {
             "scripts/package",
             "scripts/test",
             "scripts/stress-tests",
+            "scripts/windows-env",
+            "scripts/cross-check",
         ])
         .current_dir(ROOT)
         .output()
