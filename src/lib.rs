@@ -27,9 +27,15 @@ mod latency;
 mod outcome;
 pub mod policy;
 mod presets;
+// Windows has a process room of its own (Job Objects and console events,
+// no signals, groups or process table), with the same functions.
+#[cfg_attr(windows, path = "process/windows/mod.rs")]
 mod process;
 mod report;
 mod run;
+// Windows' files are guarded with its own means (ACLs, handles): the same
+// functions in `safe_fs/windows/`.
+#[cfg_attr(windows, path = "safe_fs/windows/mod.rs")]
 mod safe_fs;
 mod scan;
 mod state;

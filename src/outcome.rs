@@ -112,7 +112,11 @@ pub(crate) struct Failures {
 /// How the child process itself ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ProcessEnd {
+    /// Its exit code; on Windows the whole 32-bit code (an NTSTATUS such
+    /// as 0xC0000005 reads as a negative number).
     Exited(i32),
+    /// Windows has no signals: no process ends so there.
+    #[cfg_attr(windows, allow(dead_code))]
     Signaled(i32),
     /// The command could not be started; `status` is 126 or 127 (125 when
     /// the cause is ours: no working directory, no process to be had).
@@ -196,43 +200,100 @@ impl Ending {
             _ if self.timed_out => format!("timed out (exit {status})"),
             ProcessEnd::NotStarted { message, .. } => format!("{message} (exit {status})"),
             ProcessEnd::Signaled(signal) => format!("killed by {}", signal_name(*signal)),
+            // Windows' exit codes are 32-bit: the whole code, and what the
+            // shell is given (an NTSTATUS such as 0xC000013A in hex).
+            ProcessEnd::Exited(code) if !(0..=255).contains(code) => {
+                let whole = if *code < 0 {
+                    format!("0x{:08X}", *code as u32)
+                } else {
+                    code.to_string()
+                };
+                format!("exit {whole} ({status} for the shell)")
+            }
             ProcessEnd::Exited(_) => format!("exit {status}"),
         }
     }
 }
 
+/// Signal numbers by name, for the words every level shares: the system's
+/// own on Unix. Windows has no signals: there the names keep Linux's numbers,
+/// and only stand for what retry itself met (a Ctrl-C is SIGINT, and a run
+/// it ended says 130, as elsewhere); no command's ending is a signal there.
+pub(crate) mod signo {
+    #[cfg(unix)]
+    pub(crate) use libc::{
+        SIGABRT, SIGALRM, SIGBUS, SIGCHLD, SIGCONT, SIGFPE, SIGHUP, SIGILL, SIGINT, SIGIO, SIGKILL,
+        SIGPIPE, SIGPROF, SIGQUIT, SIGSEGV, SIGSTOP, SIGSYS, SIGTERM, SIGTRAP, SIGTSTP, SIGTTIN,
+        SIGTTOU, SIGURG, SIGUSR1, SIGUSR2, SIGVTALRM, SIGWINCH, SIGXCPU, SIGXFSZ,
+    };
+    #[cfg(windows)]
+    mod linux_numbers {
+        pub(crate) const SIGHUP: i32 = 1;
+        pub(crate) const SIGINT: i32 = 2;
+        pub(crate) const SIGQUIT: i32 = 3;
+        pub(crate) const SIGILL: i32 = 4;
+        pub(crate) const SIGTRAP: i32 = 5;
+        pub(crate) const SIGABRT: i32 = 6;
+        pub(crate) const SIGBUS: i32 = 7;
+        pub(crate) const SIGFPE: i32 = 8;
+        pub(crate) const SIGKILL: i32 = 9;
+        pub(crate) const SIGUSR1: i32 = 10;
+        pub(crate) const SIGSEGV: i32 = 11;
+        pub(crate) const SIGUSR2: i32 = 12;
+        pub(crate) const SIGPIPE: i32 = 13;
+        pub(crate) const SIGALRM: i32 = 14;
+        pub(crate) const SIGTERM: i32 = 15;
+        pub(crate) const SIGCHLD: i32 = 17;
+        pub(crate) const SIGCONT: i32 = 18;
+        pub(crate) const SIGSTOP: i32 = 19;
+        pub(crate) const SIGTSTP: i32 = 20;
+        pub(crate) const SIGTTIN: i32 = 21;
+        pub(crate) const SIGTTOU: i32 = 22;
+        pub(crate) const SIGURG: i32 = 23;
+        pub(crate) const SIGXCPU: i32 = 24;
+        pub(crate) const SIGXFSZ: i32 = 25;
+        pub(crate) const SIGVTALRM: i32 = 26;
+        pub(crate) const SIGPROF: i32 = 27;
+        pub(crate) const SIGWINCH: i32 = 28;
+        pub(crate) const SIGIO: i32 = 29;
+        pub(crate) const SIGSYS: i32 = 31;
+    }
+    #[cfg(windows)]
+    pub(crate) use linux_numbers::*;
+}
+
 /// `SIGTERM`, `SIGRTMIN+3`, or `signal 32` for one without a common name.
 pub(crate) fn signal_name(signal: i32) -> String {
     let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGCHLD => "SIGCHLD",
-        libc::SIGCONT => "SIGCONT",
-        libc::SIGSTOP => "SIGSTOP",
-        libc::SIGTSTP => "SIGTSTP",
-        libc::SIGTTIN => "SIGTTIN",
-        libc::SIGTTOU => "SIGTTOU",
-        libc::SIGURG => "SIGURG",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGVTALRM => "SIGVTALRM",
-        libc::SIGPROF => "SIGPROF",
-        libc::SIGWINCH => "SIGWINCH",
-        libc::SIGIO => "SIGIO",
-        libc::SIGSYS => "SIGSYS",
+        signo::SIGHUP => "SIGHUP",
+        signo::SIGINT => "SIGINT",
+        signo::SIGQUIT => "SIGQUIT",
+        signo::SIGILL => "SIGILL",
+        signo::SIGTRAP => "SIGTRAP",
+        signo::SIGABRT => "SIGABRT",
+        signo::SIGBUS => "SIGBUS",
+        signo::SIGFPE => "SIGFPE",
+        signo::SIGKILL => "SIGKILL",
+        signo::SIGUSR1 => "SIGUSR1",
+        signo::SIGSEGV => "SIGSEGV",
+        signo::SIGUSR2 => "SIGUSR2",
+        signo::SIGPIPE => "SIGPIPE",
+        signo::SIGALRM => "SIGALRM",
+        signo::SIGTERM => "SIGTERM",
+        signo::SIGCHLD => "SIGCHLD",
+        signo::SIGCONT => "SIGCONT",
+        signo::SIGSTOP => "SIGSTOP",
+        signo::SIGTSTP => "SIGTSTP",
+        signo::SIGTTIN => "SIGTTIN",
+        signo::SIGTTOU => "SIGTTOU",
+        signo::SIGURG => "SIGURG",
+        signo::SIGXCPU => "SIGXCPU",
+        signo::SIGXFSZ => "SIGXFSZ",
+        signo::SIGVTALRM => "SIGVTALRM",
+        signo::SIGPROF => "SIGPROF",
+        signo::SIGWINCH => "SIGWINCH",
+        signo::SIGIO => "SIGIO",
+        signo::SIGSYS => "SIGSYS",
         #[cfg(any(target_os = "linux", target_os = "android"))]
         libc::SIGPWR => "SIGPWR",
         #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -270,9 +331,9 @@ mod tests {
 
     #[test]
     fn every_signal_has_its_name() {
-        assert_eq!(signal_name(libc::SIGSYS), "SIGSYS");
-        assert_eq!(signal_name(libc::SIGIO), "SIGIO");
-        assert_eq!(signal_name(libc::SIGWINCH), "SIGWINCH");
+        assert_eq!(signal_name(signo::SIGSYS), "SIGSYS");
+        assert_eq!(signal_name(signo::SIGIO), "SIGIO");
+        assert_eq!(signal_name(signo::SIGWINCH), "SIGWINCH");
         #[cfg(target_os = "linux")]
         {
             assert_eq!(signal_name(29), "SIGIO");

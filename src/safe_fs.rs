@@ -24,34 +24,25 @@
 
 use std::ffi::OsStr;
 use std::fs::{File, FileType};
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use rustix::fs::{Mode, OFlags};
 
+mod kinds;
 mod open;
 mod private_dir;
 pub(crate) mod replace;
 mod unnamed;
 mod walk;
 
+pub(crate) use kinds::{Kind, Unreadable, kind_at, read_bounded};
 pub(crate) use open::{Unopened, open_append_log, open_trusted};
 pub(crate) use private_dir::{PrivateDir, shown_temp_dir, temp_dir};
-pub(crate) use unnamed::{create_new_in, create_unnamed, random_name};
+pub(crate) use unnamed::{hold, random_name, remove_stale, try_create_in};
 pub(crate) use walk::open_directory;
-
-/// What stands at a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Regular,
-    Directory,
-    Symlink,
-    Fifo,
-    Device,
-    Socket,
-}
 
 impl Kind {
     pub(crate) fn of(file_type: FileType) -> Kind {
@@ -82,38 +73,6 @@ impl Kind {
             _ => Kind::Regular,
         }
     }
-
-    /// For messages: "a FIFO", "a symlink", ...
-    pub(crate) fn described(self) -> &'static str {
-        match self {
-            Kind::Regular => "a regular file",
-            Kind::Directory => "a directory",
-            Kind::Symlink => "a symlink",
-            Kind::Fifo => "a FIFO",
-            Kind::Device => "a device",
-            Kind::Socket => "a socket",
-        }
-    }
-}
-
-/// What stands at `path` itself (a symlink is not followed); `None` when
-/// nothing does.
-pub(crate) fn kind_at(path: &Path) -> io::Result<Option<Kind>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) => Ok(Some(Kind::of(meta.file_type()))),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err),
-    }
-}
-
-/// Why a small file another process wrote was not read.
-#[derive(Debug)]
-pub(crate) enum Unreadable {
-    /// Something other than a regular file stands there.
-    NotRegular(Kind),
-    /// More than the bound.
-    TooLong,
-    Io(io::Error),
 }
 
 /// The content of the regular file at `path`, at most `limit` bytes;
@@ -155,13 +114,6 @@ pub(crate) fn open_read_nofollow(path: &Path) -> io::Result<File> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
     Ok(File::from(fd))
-}
-
-/// At most `limit` bytes of `file`; `None` if it holds more.
-pub(crate) fn read_bounded(file: &mut File, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
-    Ok((bytes.len() <= limit).then_some(bytes))
 }
 
 /// The directory a file path names a file in (`.` for a bare name), and
@@ -289,7 +241,7 @@ mod tests {
     fn new_files_get_their_mode_on_the_descriptor() {
         let dir = tempfile::tempdir().unwrap();
         let at = open_directory(dir.path()).unwrap();
-        let (_file, name) = create_new_in(at.as_fd(), ".x-", 0o644).unwrap();
+        let (_file, name) = unnamed::create_new_in(at.as_fd(), ".x-", 0o644).unwrap();
         let path = dir.path().join(name);
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert!(meta.file_type().is_file());

@@ -91,10 +91,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 }
 
 fn hostname() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
+    crate::sys::machine::host_name()
 }
 
 /// `threshold 3, cooldown 1m, max cooldown 1h`, as the flags write them.

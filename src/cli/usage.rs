@@ -62,6 +62,8 @@ pub(crate) enum UsageError {
     Deadline(DeadlineError),
     /// `--hedge-after` where copies of an attempt cannot run: why.
     Hedging(&'static str),
+    /// `--foreground` on a system without terminal process groups: why.
+    NoForeground(&'static str),
 }
 
 impl fmt::Display for UsageError {
@@ -131,6 +133,7 @@ impl fmt::Display for UsageError {
             UsageError::Presets(err) => err.fmt(f),
             UsageError::Deadline(err) => err.fmt(f),
             UsageError::Hedging(why) => f.write_str(why),
+            UsageError::NoForeground(why) => write!(f, "--foreground: {why}"),
         }
     }
 }

@@ -195,7 +195,12 @@ fn decide(observation: &Observation<'_>, rules: &Rules) -> (Verdict, By) {
     }
     // 6. A user at the terminal, or a reader that went away.
     if let ProcessEnd::Signaled(signal) = ending.process
-        && matches!(signal, libc::SIGINT | libc::SIGQUIT | libc::SIGPIPE)
+        && matches!(
+            signal,
+            crate::outcome::signo::SIGINT
+                | crate::outcome::signo::SIGQUIT
+                | crate::outcome::signo::SIGPIPE
+        )
     {
         return (verdict(Class::Permanent, what), By::Default);
     }
@@ -448,7 +453,10 @@ mod tests {
             Class::Transient
         );
         assert_eq!(
-            class(&ended(ProcessEnd::Signaled(libc::SIGKILL)), &rules),
+            class(
+                &ended(ProcessEnd::Signaled(crate::outcome::signo::SIGKILL)),
+                &rules
+            ),
             Class::Transient
         );
     }
@@ -586,21 +594,28 @@ mod tests {
     #[test]
     fn deaths_by_interrupt_quit_and_broken_pipe_end_the_run() {
         let rules = [user(None, None)];
-        for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGPIPE] {
+        for signal in [
+            crate::outcome::signo::SIGINT,
+            crate::outcome::signo::SIGQUIT,
+            crate::outcome::signo::SIGPIPE,
+        ] {
             assert_eq!(
                 class(&ended(ProcessEnd::Signaled(signal)), &rules),
                 Class::Permanent
             );
         }
         assert_eq!(
-            class(&ended(ProcessEnd::Signaled(libc::SIGTERM)), &rules),
+            class(
+                &ended(ProcessEnd::Signaled(crate::outcome::signo::SIGTERM)),
+                &rules
+            ),
             Class::Transient
         );
     }
 
     #[test]
     fn a_timed_out_attempt_is_judged_only_as_timed_out() {
-        let mut ending = ended(ProcessEnd::Signaled(libc::SIGTERM));
+        let mut ending = ended(ProcessEnd::Signaled(crate::outcome::signo::SIGTERM));
         ending.timed_out = true;
         // Neither list sees it: 124 and 143 are not what happened.
         let rules = [user(Some("124,143"), Some("75"))];
@@ -620,12 +635,12 @@ mod tests {
 
     #[test]
     fn a_death_by_signal_meets_the_lists_as_128_plus_n() {
-        let killed = ended(ProcessEnd::Signaled(libc::SIGTERM));
+        let killed = ended(ProcessEnd::Signaled(crate::outcome::signo::SIGTERM));
         assert_eq!(class(&killed, &[user(None, Some("75"))]), Class::Permanent);
         assert_eq!(class(&killed, &[user(None, Some("143"))]), Class::Transient);
         assert_eq!(class(&killed, &[user(Some("143"), None)]), Class::Permanent);
         // SIGPIPE ends the run before any list is asked.
-        let piped = ended(ProcessEnd::Signaled(libc::SIGPIPE));
+        let piped = ended(ProcessEnd::Signaled(crate::outcome::signo::SIGPIPE));
         assert_eq!(class(&piped, &[user(None, Some("141"))]), Class::Permanent);
     }
 

@@ -484,7 +484,7 @@ mod tests {
             ..timed_out.clone()
         };
         let interrupted = Ending {
-            interrupted: Some(libc::SIGTERM),
+            interrupted: Some(crate::outcome::signo::SIGTERM),
             ..exited(0)
         };
         let cases = [
@@ -584,7 +584,7 @@ mod tests {
             },
             Case {
                 expected: Ok(RunOutcome::Interrupted),
-                status: Some(ExitStatus::Signal(libc::SIGTERM)),
+                status: Some(ExitStatus::Signal(crate::outcome::signo::SIGTERM)),
                 ..case(
                     "a signal to retry wins",
                     interrupted.clone(),
@@ -694,7 +694,7 @@ mod tests {
             },
             Case {
                 expected: Ok(RunOutcome::Interrupted),
-                status: Some(ExitStatus::Signal(libc::SIGTERM)),
+                status: Some(ExitStatus::Signal(crate::outcome::signo::SIGTERM)),
                 ..hunt("hunt: a signal to retry wins", interrupted, Class::Success)
             },
         ];
@@ -783,7 +783,7 @@ mod tests {
     #[test]
     fn an_interrupt_names_the_signal() {
         assert_eq!(
-            Done::interrupted(libc::SIGINT).detail,
+            Done::interrupted(crate::outcome::signo::SIGINT).detail,
             "interrupted by SIGINT"
         );
     }
@@ -829,14 +829,14 @@ mod tests {
         // A failed hook only warns.
         assert_eq!(after_hook(2, &previous, &exited(1), open, now), None);
         let signalled = Ending {
-            interrupted: Some(libc::SIGTERM),
+            interrupted: Some(crate::outcome::signo::SIGTERM),
             ..exited(143)
         };
         let done = after_hook(2, &previous, &signalled, open, now).unwrap();
         assert_eq!(done.end.outcome(), Some(RunOutcome::Interrupted));
         assert_eq!(
             done.end.exit_status(None),
-            ExitStatus::Signal(libc::SIGTERM)
+            ExitStatus::Signal(crate::outcome::signo::SIGTERM)
         );
         let done = after_hook(2, &previous, &exited(0), past, now).unwrap();
         assert_eq!(done.end.outcome(), Some(RunOutcome::Deadline));
@@ -893,8 +893,11 @@ mod tests {
                 Some(RunOutcome::Permanent),
             ),
             (
-                failed(RunOutcome::Exhausted, ExitStatus::Signal(libc::SIGKILL)),
-                ExitStatus::Signal(libc::SIGKILL),
+                failed(
+                    RunOutcome::Exhausted,
+                    ExitStatus::Signal(crate::outcome::signo::SIGKILL),
+                ),
+                ExitStatus::Signal(crate::outcome::signo::SIGKILL),
                 Some(RunOutcome::Exhausted),
             ),
             (
@@ -925,8 +928,8 @@ mod tests {
                 Some(RunOutcome::BudgetExhausted),
             ),
             (
-                End::Interrupted(libc::SIGINT),
-                ExitStatus::Signal(libc::SIGINT),
+                End::Interrupted(crate::outcome::signo::SIGINT),
+                ExitStatus::Signal(crate::outcome::signo::SIGINT),
                 Some(RunOutcome::Interrupted),
             ),
             // The command succeeded; retry could not deliver its output.
@@ -1142,7 +1145,7 @@ mod tests {
 
         // A signal to retry ends the run: its attempt is no longer transient.
         let interrupted = Ending {
-            interrupted: Some(libc::SIGTERM),
+            interrupted: Some(crate::outcome::signo::SIGTERM),
             ..exited(143)
         };
         let decision = decide(

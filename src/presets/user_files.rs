@@ -35,19 +35,13 @@ pub(super) enum Wanted {
 /// under another user's `HOME`) is ignored with a warning: another user can
 /// neither decide how our runs judge failures nor make them fail.
 fn read_user_file(path: &Path, wanted: Wanted) -> Result<UserFile, PresetError> {
-    use std::os::unix::fs::OpenOptionsExt;
     let fail = |message: String| PresetError::File(anyhow!(message));
     let required = wanted != Wanted::IfThere;
     let shown = path.display();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path);
+    let file = crate::sys::fs::open_without_waiting(path);
     let mut file = match file {
         Ok(file) => file,
-        Err(err)
-            if !required && matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) =>
-        {
+        Err(err) if !required && crate::sys::fs::is_missing(&err) => {
             return Ok(UserFile::Missing);
         }
         Err(err) if required => {
@@ -74,7 +68,7 @@ fn read_user_file(path: &Path, wanted: Wanted) -> Result<UserFile, PresetError> 
             kind.described()
         )));
     }
-    if let Some(problem) = others_may_write(&meta) {
+    if let Some(problem) = crate::sys::user::others_may_write(&meta) {
         let why = "or another user could decide how retry judges failures (as ssh refuses such a config file)";
         if required {
             return Err(fail(format!(
@@ -99,28 +93,6 @@ fn read_user_file(path: &Path, wanted: Wanted) -> Result<UserFile, PresetError> 
             err.utf8_error().valid_up_to()
         ))
     })
-}
-
-/// Why a presets file is not ours alone to write, as OpenSSH's `StrictModes`
-/// judges `~/.ssh/config`: it must belong to us or root, and no one else
-/// may write it (a group that is our own may). `None`: it is ours alone.
-fn others_may_write(meta: &std::fs::Metadata) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let me = rustix::process::geteuid().as_raw();
-    let mode = meta.mode() & 0o7777;
-    if meta.uid() != me && meta.uid() != 0 {
-        return Some(format!(
-            "belongs to another user (uid {}), not to you or root",
-            meta.uid()
-        ));
-    }
-    let group_of_others = meta.gid() != rustix::process::getegid().as_raw();
-    if mode & 0o002 != 0 || (mode & 0o020 != 0 && group_of_others) {
-        return Some(format!(
-            "is writable by others (mode {mode:04o}; chmod go-w)"
-        ));
-    }
-    None
 }
 
 /// What a user presets file gave.

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::launch::shown;
 use crate::outcome::ProcessEnd;
 
 /// The command could not be started: its status and message, from the
@@ -63,22 +64,6 @@ pub(super) fn not_started(program: &std::ffi::OsStr, err: &std::io::Error) -> Pr
         message,
         transient,
     }
-}
-
-/// The command's name as a message shows it: quoted as a shell would take
-/// it back (`'curlx'`), on one line, control characters escaped, and an
-/// empty one visible.
-fn shown(program: &std::ffi::OsStr) -> String {
-    if program.is_empty() {
-        return "'' (an empty command name)".to_string();
-    }
-    let word = crate::text::shell_word(program);
-    let word = if word.starts_with('\'') || word.starts_with("$'") {
-        word
-    } else {
-        format!("'{word}'")
-    };
-    crate::text::sanitize_line(&word, 200)
 }
 
 /// A file that exists but could not be found to run: its `#!` line names

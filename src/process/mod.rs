@@ -17,40 +17,23 @@
 mod ending;
 mod jobs;
 mod kept;
+mod launch;
 mod leftovers;
 pub(crate) mod signals;
 mod supervised;
 
-pub(crate) use supervised::Supervised;
+pub(crate) use supervised::{Supervised, wait_for};
 mod tree;
 pub(crate) mod watchdog;
 
 use crate::outcome::ProcessEnd;
 use crate::sys::process::Exit;
 use ending::not_started;
+pub(crate) use launch::{ChildIo, Launch, shell};
 
-use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::process::{Pid, WaitOptions};
-
-/// A standard descriptor for the child. Kept as data: `spawn` is lent the
-/// descriptors (it hands the child duplicates), and `Null` opens `/dev/null`
-/// only for a spawn that needs it.
-pub(crate) enum ChildIo {
-    Inherit,
-    Null,
-    Fd(OwnedFd),
-}
-
-pub(crate) struct Launch<'a> {
-    pub(crate) argv: &'a [OsString],
-    pub(crate) env: Vec<(&'static str, OsString)>,
-    pub(crate) own_group: bool,
-    pub(crate) stdin: ChildIo,
-    pub(crate) stdout: ChildIo,
-    pub(crate) stderr: ChildIo,
-}
 
 /// A started attempt: its pid, ours to signal until reaped.
 pub(crate) struct Running {

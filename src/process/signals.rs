@@ -112,6 +112,13 @@ pub(crate) fn install() -> Result<SignalEvents> {
 }
 
 impl Events {
+    /// What becomes readable (set, on Windows) when an event arrives,
+    /// for a wait elsewhere to give up on (it is not taken: `next` still
+    /// hands the event out).
+    pub(crate) fn wakes(&self) -> crate::sys::fd::BorrowedFd<'_> {
+        self.pipe.readable()
+    }
+
     /// The next event, waiting until `until` at most (`None`: no limit).
     /// Returns `None` when the time is up first.
     pub(crate) fn next(&mut self, until: Option<Instant>) -> Option<Event> {
@@ -137,7 +144,7 @@ impl Events {
     }
 
     /// Move what the handlers recorded into the queue.
-    fn collect(&mut self) {
+    pub(crate) fn collect(&mut self) {
         for arrival in self.pipe.take() {
             // Where the sender cannot be told (macOS), a terminal's signal
             // is presumed when retry's group is the terminal's foreground:

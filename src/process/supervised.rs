@@ -168,6 +168,19 @@ impl Supervised {
     }
 }
 
+/// Wait until one of `attempts` may have ended, `until` passes or an event
+/// arrives: the event, if one came. Adopted orphans that ended are reaped
+/// first (the attempts themselves are only looked at).
+pub(crate) fn wait_for(
+    attempts: &[&Supervised],
+    events: &mut Events,
+    until: Option<Instant>,
+) -> Option<Event> {
+    let kept: Vec<Pid> = attempts.iter().map(|a| a.kept_pid()).collect();
+    crate::sys::process::reap_ended_except(&kept);
+    events.next(until)
+}
+
 impl Running {
     /// Wait for the attempt to end, woken by its exit, its deadline or a
     /// signal to retry (all through the one event source), whichever comes

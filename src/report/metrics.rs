@@ -5,17 +5,16 @@
 //! same directory, then a rename, so the collector never reads half a file.
 
 use std::io::{self, Write};
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
-use rustix::io::Errno;
 
 use crate::outcome::RunOutcome;
 use crate::outcome::RunSummary;
 use crate::report::{Guard, InForce};
 use crate::safe_fs;
+use crate::sys::fd::AsFd;
 
 /// Escape a label value: backslash, double quote and newline.
 fn label(value: &str) -> String {
@@ -158,19 +157,8 @@ pub(crate) fn check(path: &Path) -> Result<()> {
     };
     let dir =
         safe_fs::open_directory(dir_path).map_err(|err| cannot_create(path, dir_path, &err))?;
-    // Unnamed, so nothing is left behind whenever retry dies. A file system
-    // without `O_TMPFILE` (/proc and /sys among them, where no file can be
-    // made at all) gets the write's own way: a new file, removed at once.
-    match safe_fs::create_unnamed(dir.as_fd(), 0o600) {
-        Ok(_) => Ok(()),
-        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
-            let (_, name) = safe_fs::create_new_in(dir.as_fd(), ".retry-metrics-", 0o600)
-                .map_err(|err| cannot_create(path, dir_path, &err))?;
-            let _ = rustix::fs::unlinkat(&dir, &name, rustix::fs::AtFlags::empty());
-            Ok(())
-        }
-        Err(err) => Err(cannot_create(path, dir_path, &err.into())),
-    }
+    safe_fs::try_create_in(dir.as_fd(), ".retry-metrics-")
+        .map_err(|err| cannot_create(path, dir_path, &err))
 }
 
 /// Replace `path` with `content` atomically, readable by a collector

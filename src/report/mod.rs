@@ -416,13 +416,18 @@ impl Reporter {
 /// `--color` for lines on stderr (auto: a terminal, unless `NO_COLOR` and
 /// the like say otherwise).
 fn color_stderr(when: ColorWhen) -> bool {
-    match when {
+    let color = match when {
         ColorWhen::Always => true,
         ColorWhen::Never => false,
         ColorWhen::Auto => {
             anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never
         }
+    };
+    // A Windows console takes the escapes once asked to.
+    if color {
+        crate::sys::fd::prepare_colour();
     }
+    color
 }
 
 #[cfg(test)]

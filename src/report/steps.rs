@@ -15,9 +15,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::sys::fs::{Mode, OFlags};
 use rand::RngExt;
 use rand::rngs::SmallRng;
-use rustix::fs::{Mode, OFlags};
 
 use super::{AttemptRecord, Sink, SleepRecord};
 use crate::outcome::RunOutcome;
@@ -399,6 +399,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn appending_refuses_a_fifo_and_a_summary_past_the_limit() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
@@ -430,7 +431,7 @@ mod tests {
         steps.attempt_start(2, Some(3), "ignored: the first is kept");
         let mut killed = attempt_record(2, Class::Transient);
         killed.exit_code = None;
-        killed.signal = Some(libc::SIGKILL);
+        killed.signal = Some(crate::outcome::signo::SIGKILL);
         steps.attempt(&killed, None);
         let mut timed_out = attempt_record(3, Class::Transient);
         timed_out.timed_out = true;

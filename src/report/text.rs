@@ -89,7 +89,7 @@ fn plural_runs(count: u64) -> String {
 /// The attempt died of SIGPIPE: its reader went away on purpose
 /// (`retry -- yes | head -1`), which is no failure worth a word.
 fn reader_went_away(signal: Option<i32>, timed_out: bool) -> bool {
-    signal == Some(libc::SIGPIPE) && !timed_out
+    signal == Some(crate::outcome::signo::SIGPIPE) && !timed_out
 }
 
 impl<W: Write> TextSink<W> {
@@ -636,10 +636,10 @@ mod tests {
     fn a_reader_that_went_away_is_no_failure() {
         let mut sink = sink(Verbosity::Verbose);
         let mut piped = attempt_record(1, Class::Permanent);
-        piped.signal = Some(libc::SIGPIPE);
+        piped.signal = Some(crate::outcome::signo::SIGPIPE);
         sink.attempt(&piped, None);
         let mut done = done_record(RunOutcome::Permanent, 1);
-        done.signal = Some(libc::SIGPIPE);
+        done.signal = Some(crate::outcome::signo::SIGPIPE);
         done.exit_code = 141;
         sink.done(&done);
         assert_eq!(

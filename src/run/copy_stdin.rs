@@ -6,14 +6,18 @@
 //! without `--stdin replay` is refused before anything runs.
 
 use std::fs::File;
-use std::os::fd::{BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileExt;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rustix::fs::OFlags;
 
 use super::stdin::StdinSource;
 use crate::process::ChildIo;
+use crate::sys::fd::{AsFd, BorrowedFd, HandleKind, OwnedFd, own_fd};
+
+/// How long a pipe on stdin is looked at for its end before hedging is
+/// refused (a harness that gives an empty stdin may close it just after
+/// starting us).
+const SPENT_WITHIN: Duration = Duration::from_millis(250);
 
 /// One copy's stdin: what the child gets, and the spool to feed it, if
 /// any (`Feed::run` on a thread of the copy's).
@@ -36,24 +40,26 @@ impl StdinSource {
     pub(super) fn unshareable(&self) -> Option<&'static str> {
         match self {
             StdinSource::Null | StdinSource::Replay(_) => None,
-            StdinSource::Inherit if rustix::termios::isatty(crate::sys::fd::own_fd(0)) => {
-                Some("stdin is a terminal, which copies cannot share")
-            }
             StdinSource::Inherit => {
-                let fd = crate::sys::fd::own_fd(0);
-                let kind = rustix::fs::fstat(fd)
-                    .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode));
-                match kind {
-                    Ok(rustix::fs::FileType::CharacterDevice) | Err(_) => None,
-                    Ok(_) => {
+                let fd = own_fd(0);
+                if std::io::IsTerminal::is_terminal(&fd) {
+                    return Some("stdin is a terminal, which copies cannot share");
+                }
+                match crate::sys::fd::kind(fd) {
+                    Some(HandleKind::Regular | HandleKind::Pipe) => {
                         Some("stdin would be read by every copy at once, each getting a part of it")
                     }
+                    Some(HandleKind::Other) | None => None,
                 }
             }
             // A pipe whose writer is gone without a word (a harness that
             // gave an empty stdin) holds nothing to share: looked at for a
             // moment, as its writer may close it just after starting us.
-            StdinSource::SharedPipe if spent_soon(crate::sys::fd::own_fd(0)) => None,
+            StdinSource::SharedPipe
+                if crate::sys::fd::pipe_spent_within(own_fd(0), SPENT_WITHIN) =>
+            {
+                None
+            }
             StdinSource::SharedPipe | StdinSource::Rewind { .. } => {
                 Some("stdin would be read by every copy at once, each getting a part of it")
             }
@@ -61,12 +67,14 @@ impl StdinSource {
     }
 
     /// Before the first copy: a replayed input is read to its end into the
-    /// spool, so that every copy can be given all of it.
-    pub(super) fn read_whole(&mut self) -> Result<()> {
-        if let StdinSource::Replay(spool) = self {
-            spool.read_to_end()?;
+    /// spool, so that every copy can be given all of it. False when
+    /// `cancel` (a signal) cut it short: the copies then start with what
+    /// was read, and the signal ends them and the run.
+    pub(super) fn read_whole(&mut self, cancel: BorrowedFd<'_>) -> Result<bool> {
+        match self {
+            StdinSource::Replay(spool) => spool.read_to_end(cancel),
+            _ => Ok(true),
         }
-        Ok(())
     }
 
     /// One copy's stdin (after [`read_whole`](Self::read_whole)).
@@ -78,8 +86,7 @@ impl StdinSource {
             },
             StdinSource::Replay(spool) => {
                 let (reader, writer) = crate::sys::fd::pipe().context("creating the stdin pipe")?;
-                let flags = rustix::fs::fcntl_getfl(&writer)?;
-                rustix::fs::fcntl_setfl(&writer, flags | OFlags::NONBLOCK)?;
+                crate::sys::fd::set_nonblocking(writer.as_fd())?;
                 let (spool, length) = spool.whole();
                 CopyStdin {
                     io: ChildIo::Fd(reader),
@@ -107,9 +114,7 @@ impl Feed {
         let mut offset = 0;
         while offset < self.length {
             let want = buffer.len().min((self.length - offset) as usize);
-            let count = self
-                .spool
-                .read_at(&mut buffer[..want], offset)
+            let count = crate::sys::fs::read_at(&self.spool, &mut buffer[..want], offset)
                 .context("reading the stdin spool")?;
             if count == 0 || !super::stdin::send(&self.pipe, &buffer[..count], cancel) {
                 break;
@@ -117,33 +122,5 @@ impl Feed {
             offset += count as u64;
         }
         Ok(())
-    }
-}
-
-/// Whether the pipe at `fd` ends (its writer gone) without a byte within a
-/// quarter of a second.
-fn spent_soon(fd: BorrowedFd<'_>) -> bool {
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(250);
-    loop {
-        let mut watch = [crate::sys::wait::Watch::new(
-            fd,
-            rustix::event::PollFlags::IN,
-        )];
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        match crate::sys::wait::wait_for(&mut watch, left) {
-            Ok(_) => {
-                let ready = watch[0].ready();
-                if ready.contains(rustix::event::PollFlags::IN) {
-                    return false;
-                }
-                if ready.contains(rustix::event::PollFlags::HUP) {
-                    return true;
-                }
-                if left.is_zero() {
-                    return false;
-                }
-            }
-            Err(_) => return false,
-        }
     }
 }

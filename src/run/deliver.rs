@@ -19,22 +19,18 @@
 //!
 //! It must not decide what a failure does to the run: the runner does.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 
 use crate::run::error_text;
 use crate::safe_fs;
 use crate::safe_fs::replace::{NewMode, Options, Refusal, Replacement, Step, Trouble};
-use crate::sys::fd::Outlet;
+use crate::sys::fd::{AsFd, Outlet};
 
 /// Prefix and suffix of the named temporary files of `-o` (the fallback, and
 /// the moment between linking an unnamed file and renaming it).
@@ -96,7 +92,9 @@ impl HeldStdout {
                 error_text(&err)
             )
         })?;
-        clean_stale(&dir);
+        // Left by runs that were killed: ours by name (and owner), older
+        // than a minute, and held by no live run.
+        safe_fs::remove_stale(dir.as_fd(), TEMP_PREFIX, TEMP_SUFFIX, STALE_AFTER);
         let options = Options {
             mode: NewMode::LikeTarget(NEW_FILE_MODE),
             durable: true,
@@ -123,7 +121,7 @@ impl HeldStdout {
             })?;
         // Held for the life of the run (and of any process that holds the
         // file as its stdout): a later run never removes a live one.
-        let _ = rustix::fs::flock(replacement.file(), FlockOperation::NonBlockingLockExclusive);
+        safe_fs::hold(replacement.file());
         Ok(HeldStdout {
             target: Target::Output {
                 path: path.to_owned(),
@@ -218,7 +216,7 @@ fn emit(file: &File, give_up: &dyn Fn() -> bool) -> io::Result<()> {
     let mut buffer = vec![0u8; 256 * 1024];
     let mut offset = 0;
     loop {
-        let count = match file.read_at(&mut buffer, offset) {
+        let count = match crate::sys::fs::read_at(file, &mut buffer, offset) {
             Ok(0) => return Ok(()),
             Ok(count) => count,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
@@ -266,7 +264,7 @@ fn describe(refusal: &Refusal, is: &str) -> String {
     match refusal {
         Refusal::NotRegular(mode) => format!(
             "{is} {}, not a regular file",
-            kind_name(FileType::from_raw_mode(crate::sys::fs::raw_mode(*mode)))
+            crate::sys::fs::kind_name(*mode)
         ),
         Refusal::Planted { owner } => format!(
             "{is} owned by another user (uid {owner}) in a sticky directory others can write: not replaced (as fs.protected_regular would refuse to open it), so that no one else decides who reads the output"
@@ -274,66 +272,8 @@ fn describe(refusal: &Refusal, is: &str) -> String {
     }
 }
 
-fn kind_name(kind: FileType) -> &'static str {
-    match kind {
-        FileType::RegularFile => "a regular file",
-        FileType::Directory => "a directory",
-        FileType::Symlink => "a symbolic link",
-        FileType::Fifo => "a FIFO",
-        FileType::Socket => "a socket",
-        FileType::CharacterDevice => "a character device",
-        FileType::BlockDevice => "a block device",
-        FileType::Unknown => "not a file retry knows",
-    }
-}
-
 fn temp_name() -> OsString {
     format!("{TEMP_PREFIX}{:016x}{TEMP_SUFFIX}", rand::random::<u64>()).into()
-}
-
-/// Remove the named temporary files that runs killed in `dir` left behind:
-/// ours by name and owner, older than a minute, and locked by no live run.
-fn clean_stale(dir: &OwnedFd) {
-    let Ok(listing) = rustix::fs::openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
-        return;
-    };
-    let Ok(entries) = rustix::fs::Dir::new(listing) else {
-        return;
-    };
-    let me = rustix::process::geteuid().as_raw();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    for entry in entries.flatten() {
-        let name = OsStr::from_bytes(entry.file_name().to_bytes());
-        let bytes = name.as_bytes();
-        if !(bytes.starts_with(TEMP_PREFIX.as_bytes()) && bytes.ends_with(TEMP_SUFFIX.as_bytes())) {
-            continue;
-        }
-        let Ok(fd) = rustix::fs::openat(
-            dir,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-            Mode::empty(),
-        ) else {
-            continue;
-        };
-        let Ok(stat) = rustix::fs::fstat(&fd) else {
-            continue;
-        };
-        let modified = Duration::from_secs(u64::try_from(stat.st_mtime).unwrap_or(0));
-        let stale = FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
-            && stat.st_uid == me
-            && now.saturating_sub(modified) > STALE_AFTER;
-        if stale && rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_ok() {
-            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-        }
-    }
 }
 
 fn plural_bytes(bytes: u64) -> String {
@@ -344,13 +284,15 @@ fn plural_bytes(bytes: u64) -> String {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::safe_fs::sorted_names as listing;
     use crate::sys::tmpfile::UNNAMED_FILES;
+    use rustix::fs::FlockOperation;
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
+    use std::time::SystemTime;
 
     #[test]
     fn both_ways_of_holding_replace_the_file_and_leave_nothing_else() {

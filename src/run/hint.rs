@@ -250,6 +250,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn the_hint_file_lives_in_a_private_directory_removed_at_the_end() {
         use std::os::unix::fs::MetadataExt;
         let mut hint = HintFile::for_run().unwrap();

@@ -1,4 +1,5 @@
-//! Hooks: a user's shell command (`/bin/sh -c CMD`) run by retry itself,
+//! Hooks: a user's shell command (`/bin/sh -c CMD`; on Windows
+//! `cmd.exe /d /c CMD`) run by retry itself,
 //! between attempts (`--on-retry`) or once when the run fails
 //! (`--on-give-up`).
 //!
@@ -51,11 +52,7 @@ fn to_our_stderr() -> ChildIo {
 /// `interrupted`).
 pub(crate) fn run(hook: Hook<'_>, events: &mut Events) -> HookRun {
     let started = Instant::now();
-    let argv = [
-        OsString::from("/bin/sh"),
-        OsString::from("-c"),
-        hook.command.to_os_string(),
-    ];
+    let argv = process::shell(hook.command);
     let launch = Launch {
         argv: &argv,
         env: hook.env,

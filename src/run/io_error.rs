@@ -15,47 +15,13 @@ pub(crate) fn error_text(err: &io::Error) -> String {
         .rsplit_once(" (os error")
         .map_or(words.as_str(), |(text, _)| text)
         .to_string();
-    match errno_name(code) {
+    match crate::sys::fs::error_name(code) {
         Some(name) => format!("{words} ({name})"),
-        None => format!("{words} (errno {code})"),
+        None => format!("{words} ({} {code})", crate::sys::fs::ERROR_NUMBER),
     }
 }
 
-fn errno_name(code: i32) -> Option<&'static str> {
-    Some(match code {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EINTR => "EINTR",
-        libc::EIO => "EIO",
-        libc::ENXIO => "ENXIO",
-        libc::EBADF => "EBADF",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EBUSY => "EBUSY",
-        libc::EEXIST => "EEXIST",
-        libc::EXDEV => "EXDEV",
-        libc::ENOTDIR => "ENOTDIR",
-        libc::EISDIR => "EISDIR",
-        libc::EINVAL => "EINVAL",
-        libc::ETXTBSY => "ETXTBSY",
-        libc::EFBIG => "EFBIG",
-        libc::ENOSPC => "ENOSPC",
-        libc::ESPIPE => "ESPIPE",
-        libc::EROFS => "EROFS",
-        libc::EMLINK => "EMLINK",
-        libc::EPIPE => "EPIPE",
-        libc::ENAMETOOLONG => "ENAMETOOLONG",
-        libc::ELOOP => "ELOOP",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::ESTALE => "ESTALE",
-        libc::EDQUOT => "EDQUOT",
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

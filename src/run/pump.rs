@@ -4,9 +4,9 @@
 //! after it was written on. Memory is bounded whatever the output: one
 //! chunk here, one line window in the scanner.
 
+use crate::sys::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::scan::{CHUNK, PatternSet, ScanResult, Scanner, is_line_end};
 use crate::sys::fd::{Outlet, wait_readable};
@@ -65,10 +65,17 @@ pub(crate) fn pump(
             });
             break;
         }
-        let count = match rustix::io::read(&source, &mut buffer) {
+        let count = match crate::sys::fd::read(source.as_fd(), &mut buffer) {
             Ok(0) => break,
             Ok(count) => count,
-            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                continue;
+            }
             Err(_) => break,
         };
         if !pass_on(
@@ -120,16 +127,13 @@ fn pass_on(
 /// Read what `source` holds right now, without waiting for more, at most
 /// the pipe's capacity, handing each chunk to `pass_on` until it says stop.
 fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> bool) {
-    let Ok(flags) = rustix::fs::fcntl_getfl(source) else {
-        return;
-    };
-    if rustix::fs::fcntl_setfl(source, flags | rustix::fs::OFlags::NONBLOCK).is_err() {
+    if crate::sys::fd::set_nonblocking(source.as_fd()).is_err() {
         return;
     }
     let mut budget = crate::sys::fs::pipe_size(source.as_fd()).unwrap_or(CHUNK);
     while budget > 0 {
         let want = budget.min(buffer.len());
-        match rustix::io::read(source, &mut buffer[..want]) {
+        match crate::sys::fd::read(source.as_fd(), &mut buffer[..want]) {
             Ok(0) => return,
             Ok(count) => {
                 budget -= count;
@@ -137,7 +141,7 @@ fn drain(source: &OwnedFd, buffer: &mut [u8], mut pass_on: impl FnMut(&[u8]) -> 
                     return;
                 }
             }
-            Err(rustix::io::Errno::INTR) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return,
         }
     }

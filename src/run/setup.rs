@@ -69,7 +69,7 @@ impl<'a> Run<'a> {
             // from a stdout that nothing scans (colours, progress bars).
             one_output_file: config.rules.patterns.is_some()
                 && crate::sys::fd::same_file(own_fd(1), own_fd(2))
-                && !rustix::termios::isatty(own_fd(1)),
+                && !std::io::IsTerminal::is_terminal(&own_fd(1)),
             command_text: crate::text::shell_command(&config.command),
             hedge: None,
             probing: false,
@@ -177,10 +177,7 @@ fn run_deadline(
 }
 
 fn in_terminal_foreground() -> bool {
-    let stdin = own_fd(0);
-    rustix::termios::isatty(stdin)
-        && rustix::termios::tcgetpgrp(stdin)
-            .is_ok_and(|group| group.as_raw_nonzero().get() == crate::sys::process::own_group())
+    crate::sys::process::in_terminals_foreground(own_fd(0))
 }
 
 /// Retries layered on retries multiply: say so once, with the numbers,

@@ -17,19 +17,16 @@
 //!   run instead).
 
 use std::fs::File;
+use std::io::SeekFrom;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rustix::event::PollFlags;
-use rustix::fs::{FileType, OFlags, SeekFrom};
 
 use crate::cli::StdinMode;
 use crate::process::ChildIo;
 use crate::safe_fs;
-use crate::sys::fd::{own_fd, wait_for, wait_readable};
+use crate::sys::fd::{AsFd, BorrowedFd, HandleKind, OwnedFd, own_fd, wait_readable, wait_writable};
 
 const CHUNK: usize = 64 * 1024;
 
@@ -78,18 +75,18 @@ impl StdinSource {
         if mode == StdinMode::Null {
             return Ok(StdinSource::Null);
         }
-        if mode == StdinMode::Inherit || rustix::termios::isatty(fd) {
+        if mode == StdinMode::Inherit || io::IsTerminal::is_terminal(&fd) {
             return Ok(StdinSource::Inherit);
         }
-        let Ok(stat) = rustix::fs::fstat(fd) else {
+        let Some(kind) = crate::sys::fd::kind(fd) else {
             return Ok(StdinSource::Inherit);
         };
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => match rustix::fs::seek(fd, SeekFrom::Current(0)) {
+        match kind {
+            HandleKind::Regular => match crate::sys::fd::seek(fd, SeekFrom::Current(0)) {
                 Ok(offset) => Ok(StdinSource::Rewind { offset }),
                 Err(_) => Ok(StdinSource::Inherit),
             },
-            FileType::Fifo | FileType::Socket => {
+            HandleKind::Pipe => {
                 if mode == StdinMode::Replay {
                     let dir = safe_fs::temp_dir();
                     let file = tempfile::tempfile_in(&dir).with_context(|| {
@@ -105,14 +102,14 @@ impl StdinSource {
                         at_eof: false,
                         broken: None,
                     }))
-                } else if pipe_is_spent(fd) {
+                } else if crate::sys::fd::pipe_is_spent(fd) {
                     // Nothing left to read, ever: no attempt can miss anything.
                     Ok(StdinSource::Inherit)
                 } else {
                     Ok(StdinSource::SharedPipe)
                 }
             }
-            _ => Ok(StdinSource::Inherit),
+            HandleKind::Other => Ok(StdinSource::Inherit),
         }
     }
 
@@ -147,7 +144,7 @@ impl StdinSource {
                 feeder: None,
             },
             StdinSource::Rewind { offset } => {
-                rustix::fs::seek(own_fd(0), SeekFrom::Start(*offset))
+                crate::sys::fd::seek(own_fd(0), SeekFrom::Start(*offset))
                     .context("rewinding stdin for the next attempt")?;
                 inherit(None)
             }
@@ -162,8 +159,7 @@ impl StdinSource {
                 let (reader, writer) = crate::sys::fd::pipe().context("creating the stdin pipe")?;
                 // Our end never blocks, so cancelling an attempt cannot hang
                 // on a child (or grandchild) that stopped reading.
-                let flags = rustix::fs::fcntl_getfl(&writer)?;
-                rustix::fs::fcntl_setfl(&writer, flags | OFlags::NONBLOCK)?;
+                crate::sys::fd::set_nonblocking(writer.as_fd())?;
                 AttemptStdin {
                     io: ChildIo::Fd(reader),
                     feeder: Some(Feeder {
@@ -173,18 +169,6 @@ impl StdinSource {
                 }
             }
         })
-    }
-}
-
-/// The writer is gone and nothing is left in the pipe.
-fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
-    let mut watch = [crate::sys::wait::Watch::new(fd, PollFlags::IN)];
-    match crate::sys::wait::wait_for(&mut watch, std::time::Duration::ZERO) {
-        Ok(_) => {
-            let ready = watch[0].ready();
-            ready.contains(PollFlags::HUP) && !ready.contains(PollFlags::IN)
-        }
-        Err(_) => false,
     }
 }
 
@@ -198,9 +182,7 @@ impl Feeder<'_> {
         let mut offset = 0;
         while offset < spool.length {
             let want = CHUNK.min((spool.length - offset) as usize);
-            let count = spool
-                .file
-                .read_at(&mut buffer[..want], offset)
+            let count = crate::sys::fs::read_at(&spool.file, &mut buffer[..want], offset)
                 .context("reading the stdin spool")?;
             if count == 0 {
                 break;
@@ -215,10 +197,17 @@ impl Feeder<'_> {
             if !wait_readable(stdin, cancel) {
                 return Ok(());
             }
-            let count = match rustix::io::read(stdin, &mut buffer) {
+            let count = match crate::sys::fd::read(stdin, &mut buffer) {
                 Ok(count) => count,
-                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
-                Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    continue;
+                }
+                Err(err) => return Err(err).context("reading stdin"),
             };
             if count == 0 {
                 spool.at_eof = true;
@@ -244,23 +233,26 @@ impl Feeder<'_> {
 
 impl Spool {
     /// Read the rest of our stdin into the spool, to its end (hedged
-    /// attempts: every copy is given all of it).
-    pub(super) fn read_to_end(&mut self) -> Result<()> {
+    /// attempts: every copy is given all of it); false when `cancel` (a
+    /// signal's arrival) cut it short.
+    pub(super) fn read_to_end(&mut self, cancel: BorrowedFd<'_>) -> Result<bool> {
         let stdin = own_fd(0);
         let mut buffer = vec![0u8; CHUNK];
         while !self.at_eof {
-            let count = match rustix::io::read(stdin, &mut buffer) {
+            if !wait_readable(stdin, cancel) {
+                return Ok(false);
+            }
+            let count = match crate::sys::fd::read(stdin, &mut buffer) {
                 Ok(count) => count,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(rustix::io::Errno::AGAIN) => {
-                    let mut watch = [crate::sys::wait::Watch::new(stdin, PollFlags::IN)];
-                    let _ = crate::sys::wait::wait_for(
-                        &mut watch,
-                        std::time::Duration::from_secs(3600),
-                    );
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) =>
+                {
                     continue;
                 }
-                Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
+                Err(err) => return Err(err).context("reading stdin"),
             };
             if count == 0 {
                 self.at_eof = true;
@@ -274,7 +266,7 @@ impl Spool {
             })?;
             self.length += count as u64;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The spool's file and how much of it holds the input.
@@ -288,11 +280,11 @@ impl Spool {
 /// attempt was cancelled.
 pub(super) fn send(pipe: &OwnedFd, mut bytes: &[u8], cancel: BorrowedFd<'_>) -> bool {
     while !bytes.is_empty() {
-        match rustix::io::write(pipe, bytes) {
+        match crate::sys::fd::write(pipe.as_fd(), bytes) {
             Ok(count) => bytes = &bytes[count..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(rustix::io::Errno::AGAIN) => {
-                if !wait_for(pipe.as_fd(), PollFlags::OUT, cancel) {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                if !wait_writable(pipe.as_fd(), cancel) {
                     return false;
                 }
             }

@@ -15,7 +15,6 @@
 //! group clean-up) the pumps get a short time to drain, then are cancelled.
 
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -28,7 +27,7 @@ use crate::process::{ChildIo, Launch};
 use crate::run::pump::{Destination, PumpReport, pump};
 use crate::run::stdin::AttemptStdin;
 use crate::scan::{PatternSet, ScanResult};
-use crate::sys::fd::{CancelPipe, Outlet, pipe};
+use crate::sys::fd::{AsFd, CancelPipe, Outlet, OwnedFd, pipe};
 
 /// How long pumps may keep draining after the attempt's process is gone.
 const DRAIN: Duration = Duration::from_millis(200);
@@ -263,7 +262,7 @@ pub(crate) fn start_pumps<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     jobs: Vec<PumpJob<'env>>,
     patterns: Option<&'env PatternSet>,
-    watch: std::os::fd::BorrowedFd<'env>,
+    watch: crate::sys::fd::BorrowedFd<'env>,
     sender: &mpsc::Sender<(Stream, PumpReport)>,
 ) -> (usize, Option<std::io::Error>) {
     let mut started = 0;

@@ -29,13 +29,14 @@
 mod absent;
 mod case;
 mod dir;
+mod names;
+mod waiting;
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::sys::fs::{mode_bits, raw_mode};
@@ -47,6 +48,8 @@ use super::store::{
     Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
 };
 use crate::safe_fs::replace::{NewMode, Options, Replacement, Step, Trouble};
+use names::{Names, temporary_name};
+use waiting::LockWait;
 
 pub(crate) struct FileStore {
     /// For messages.
@@ -78,50 +81,6 @@ fn wait_for_lock(
         let _ = send.send(locked);
     };
     crate::sys::thread::spawn_with_signals_blocked("retry-lock", 64 * 1024, waiter).map(|_| receive)
-}
-
-/// The file names of one record.
-struct Names {
-    /// `{prefix}NAME`: the stem of every name below (a name with capitals
-    /// marked, `case`).
-    stem: String,
-    json: String,
-    lock: String,
-    /// Sync every write to disk (the record's kind asks it).
-    durable: bool,
-}
-
-impl Names {
-    fn new(kind: &Kind, name: &str) -> Names {
-        let stem = format!("{}{}", kind.file_prefix, case::in_file_names(name));
-        Names {
-            json: format!("{stem}.json"),
-            lock: format!("{stem}.lock"),
-            durable: kind.durable,
-            stem,
-        }
-    }
-
-    /// Whether `file` is one of this record's temporary names (and not,
-    /// say, one of `STEM.other`'s).
-    fn is_temporary(&self, file: &[u8]) -> bool {
-        let random = file
-            .strip_prefix(b".")
-            .and_then(|rest| rest.strip_prefix(self.stem.as_bytes()))
-            .and_then(|rest| rest.strip_prefix(b"."))
-            .and_then(|rest| rest.strip_suffix(b".tmp"));
-        random.is_some_and(|r| r.len() == 6 && r.iter().all(u8::is_ascii_alphanumeric))
-    }
-}
-
-/// A fresh temporary name of the record `stem`: `.STEM.XXXXXX.tmp`, six
-/// letters or digits, as the `tempfile` crate (used before) makes them.
-fn temporary_name(stem: &str) -> String {
-    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let random: String = (0..6)
-        .map(|_| char::from(CHARS[rand::random_range(0..CHARS.len())]))
-        .collect();
-    format!(".{stem}.{random}.tmp")
 }
 
 /// What a non-regular file is, for messages.
@@ -227,49 +186,20 @@ impl FileStore {
             );
         }
         let started = Instant::now();
-        let (deadline, by_run) = patience.end(started, self.timeout);
         match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => return Ok(fd),
             Err(Errno::WOULDBLOCK | Errno::INTR) => {}
             Err(err) => return Err(err).with_context(|| format!("locking {}", path.display())),
         }
         let waiting = wait_for_lock(fd).with_context(|| format!("locking {}", path.display()))?;
-        loop {
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            let slice = left.map_or(SIGNAL_SLICE, |left| left.min(SIGNAL_SLICE));
-            match waiting.recv_timeout(slice) {
-                Ok(Ok(fd)) => return Ok(fd),
-                Ok(Err(err)) => {
-                    return Err(err).with_context(|| format!("locking {}", path.display()));
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                // The waiter is gone without an answer: no lock will come,
-                // and waiting on would only spin until the deadline.
-                Err(RecvTimeoutError::Disconnected) => {
-                    bail!(
-                        "locking {}: the wait for the lock ended without it",
-                        path.display()
-                    );
-                }
-            }
-            if patience.interrupted() {
-                return Err(Interrupted.into());
-            }
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                let within = if by_run {
-                    format!(
-                        "before --max-time ran out ({:.2}s)",
-                        started.elapsed().as_secs_f64()
-                    )
-                } else {
-                    format!("within {}", crate::values::human(self.timeout))
-                };
-                bail!(
-                    "could not lock {} {within} (held by another process)",
-                    self.dir.join(&names.json).display()
-                );
-            }
+        LockWait {
+            lock: &path,
+            record: &self.dir.join(&names.json),
+            started,
+            timeout: self.timeout,
+            patience,
         }
+        .until_locked(&waiting)
     }
 
     /// Remove temporary files a killed writer of this record left behind.
@@ -342,7 +272,7 @@ impl FileStore {
             Err(Trouble::Failed(Step::Name, _)) if self.unnamed => self.replace(names, text, false),
             other => other,
         }
-        .map_err(|trouble| self.trouble(names, trouble))
+        .map_err(|trouble| names::trouble(&self.dir, names, trouble))
     }
 
     /// One try at replacing the record with `text`.
@@ -363,33 +293,6 @@ impl FileStore {
             Replacement::new(dir, OsStr::new(&names.json), options, Box::new(temporary))?;
         replacement.write_all(text)?;
         replacement.commit()
-    }
-
-    /// A failed replacement, in words.
-    fn trouble(&self, names: &Names, trouble: Trouble) -> anyhow::Error {
-        let (step, err) = match trouble {
-            Trouble::Failed(step, err) => (step, err),
-            // Not asked for: the store's replacements are unguarded.
-            Trouble::Refused(refusal) => {
-                return anyhow::anyhow!(
-                    "replacing {}: {refusal:?}",
-                    self.dir.join(&names.json).display()
-                );
-            }
-        };
-        let what = match step {
-            Step::Look | Step::Create => {
-                format!("creating a temporary file in {}", self.dir.display())
-            }
-            Step::Mode => "setting the state's mode".to_string(),
-            Step::Write => "writing the state".to_string(),
-            Step::Sync => "syncing the state".to_string(),
-            Step::Name | Step::Rename => {
-                format!("replacing {}", self.dir.join(&names.json).display())
-            }
-            Step::SyncDir => format!("syncing {}", self.dir.display()),
-        };
-        anyhow::Error::new(err).context(what)
     }
 }
 

@@ -4,6 +4,8 @@
 //! replaces), `redis` the fleet store. This module says which store a run
 //! uses, and where the local one lives.
 
+// Windows keeps the same files with its own locks and moves.
+#[cfg_attr(windows, path = "file/windows/mod.rs")]
 pub(crate) mod file;
 pub(crate) mod redis;
 pub(crate) mod store;
@@ -48,6 +50,10 @@ pub(crate) fn default_state_dir() -> PathBuf {
     if let Some(dir) = nonempty("RETRY_STATE_DIR") {
         return dir;
     }
+    // Windows: `%LOCALAPPDATA%\retry\state`.
+    if let Some(dir) = crate::sys::user::system_state_dir() {
+        return dir;
+    }
     // The XDG base directory spec: a relative path is to be ignored.
     if let Some(dir) = nonempty("XDG_STATE_HOME").filter(|dir| dir.is_absolute()) {
         return dir.join("retry");
@@ -58,8 +64,7 @@ pub(crate) fn default_state_dir() -> PathBuf {
     {
         return dir;
     }
-    let uid = rustix::process::getuid().as_raw();
-    PathBuf::from(format!("/tmp/retry-state-{uid}"))
+    crate::sys::user::fallback_state_dir()
 }
 
 /// `HOME/.local/state/retry`, when `home` is an absolute path to an
@@ -82,17 +87,8 @@ fn state_dir_in_home(home: &Path) -> Option<PathBuf> {
     // The store takes only a directory of the user's own (see
     // `open_private`): the deepest part there now must be one, or what we
     // make would sit in another user's (`sudo` keeps the caller's HOME).
-    let ours = std::fs::metadata(existing).is_ok_and(|meta| {
-        meta.is_dir()
-            && std::os::unix::fs::MetadataExt::uid(&meta) == rustix::process::geteuid().as_raw()
-    });
-    let usable = ours
-        && (existing == dir
-            || rustix::fs::access(
-                existing,
-                rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-            )
-            .is_ok());
+    let ours = crate::sys::user::is_own_dir(existing);
+    let usable = ours && (existing == dir || crate::sys::user::may_write_in(existing));
     usable.then_some(dir)
 }
 

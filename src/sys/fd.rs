@@ -6,7 +6,10 @@
 //! reporter; it knows nothing of any of them.
 
 use std::cell::Cell;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Descriptors by the names every caller uses; on Windows these name
+/// handles (`sys/windows/fd.rs`).
+pub(crate) use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result};
 use rustix::event::PollFlags;
@@ -25,6 +28,97 @@ pub(crate) fn own_fd(fd: i32) -> BorrowedFd<'static> {
 /// A close-on-exec pipe: (read end, write end).
 pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     super::fs::pipe().context("creating a pipe")
+}
+
+/// One read from `fd`; 0 at its end. A descriptor made non-blocking by
+/// [`set_nonblocking`] answers `WouldBlock` when it is empty.
+pub(crate) fn read(fd: BorrowedFd<'_>, buffer: &mut [u8]) -> std::io::Result<usize> {
+    rustix::io::read(fd, buffer).map_err(std::io::Error::from)
+}
+
+/// Set `O_NONBLOCK` on `fd` (an open file description of our own).
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    Ok(())
+}
+
+/// One write to `fd`; `WouldBlock` when a non-blocking pipe is full.
+pub(crate) fn write(fd: BorrowedFd<'_>, bytes: &[u8]) -> std::io::Result<usize> {
+    rustix::io::write(fd, bytes).map_err(std::io::Error::from)
+}
+
+/// Move `fd`'s offset (`lseek`); the new offset.
+pub(crate) fn seek(fd: BorrowedFd<'_>, to: std::io::SeekFrom) -> std::io::Result<u64> {
+    let to = match to {
+        std::io::SeekFrom::Start(at) => rustix::fs::SeekFrom::Start(at),
+        std::io::SeekFrom::End(at) => rustix::fs::SeekFrom::End(at),
+        std::io::SeekFrom::Current(at) => rustix::fs::SeekFrom::Current(at),
+    };
+    rustix::fs::seek(fd, to).map_err(std::io::Error::from)
+}
+
+/// What a descriptor is, as far as reading it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HandleKind {
+    /// A regular file: it can be read again from an offset.
+    Regular,
+    /// A pipe or a socket: what is read is gone.
+    Pipe,
+    Other,
+}
+
+/// What `fd` is; `None` if it cannot be asked.
+pub(crate) fn kind(fd: BorrowedFd<'_>) -> Option<HandleKind> {
+    use rustix::fs::FileType;
+    let stat = rustix::fs::fstat(fd).ok()?;
+    Some(match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => HandleKind::Regular,
+        FileType::Fifo | FileType::Socket => HandleKind::Pipe,
+        _ => HandleKind::Other,
+    })
+}
+
+/// The writer is gone and nothing is left in the pipe.
+pub(crate) fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
+    let mut watch = [Watch::new(fd, PollFlags::IN)];
+    match super::wait::wait_for(&mut watch, std::time::Duration::ZERO) {
+        Ok(_) => {
+            let ready = watch[0].ready();
+            ready.contains(PollFlags::HUP) && !ready.contains(PollFlags::IN)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Whether pipe `fd` ends (its writer gone) without a byte within
+/// `within`: a writer may close it just after starting us.
+pub(crate) fn pipe_spent_within(fd: BorrowedFd<'_>, within: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + within;
+    loop {
+        let mut watch = [Watch::new(fd, PollFlags::IN)];
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match super::wait::wait_for(&mut watch, left) {
+            Ok(_) => {
+                let ready = watch[0].ready();
+                if ready.contains(PollFlags::IN) {
+                    return false;
+                }
+                if ready.contains(PollFlags::HUP) {
+                    return true;
+                }
+                if left.is_zero() {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Block until `fd` has room to write; false if cancelled.
+pub(crate) fn wait_writable(fd: BorrowedFd<'_>, cancel: BorrowedFd<'_>) -> bool {
+    wait_for(fd, PollFlags::OUT, cancel)
 }
 
 /// A way to tell threads blocked in [`wait_for`] to give up: they watch the
@@ -191,6 +285,10 @@ impl Outlet {
         Ok(())
     }
 }
+
+/// Ready retry's stderr for colour escapes: a terminal takes them as they
+/// are (Windows' console must be asked to: `sys/windows/fd.rs`).
+pub(crate) fn prepare_colour() {}
 
 /// The same open file: two descriptors whose files have one device and inode.
 pub(crate) fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {

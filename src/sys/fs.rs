@@ -7,7 +7,9 @@
 use std::ffi::OsStr;
 use std::os::fd::{BorrowedFd, OwnedFd};
 
-use rustix::fs::{Mode, OFlags};
+/// The flags and mode of `open`, by the names every caller uses (Windows
+/// has its own: `sys/windows/fs.rs`).
+pub(crate) use rustix::fs::{Mode, OFlags};
 
 /// How a directory is opened to be walked through: `O_PATH` where it exists
 /// (Linux, FreeBSD), which needs only search permission, as a path lookup
@@ -181,6 +183,96 @@ fn or_plain(
         other => other,
     }
 }
+
+/// Open `path` (`open(2)`).
+pub(crate) fn open(path: &std::path::Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+    rustix::fs::open(path, flags, mode).map_err(std::io::Error::from)
+}
+
+/// `path` opened for reading without waiting for a FIFO's writer
+/// (`O_NONBLOCK`).
+pub(crate) fn open_without_waiting(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Whether an open failed because nothing is there (`ENOENT`, or a
+/// `ENOTDIR` on the way).
+pub(crate) fn is_missing(err: &std::io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR))
+}
+
+/// A path from the bytes of a URL (any bytes make a Unix path).
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    std::path::PathBuf::from(OsStr::from_bytes(bytes))
+}
+
+/// Read from `file` at `offset` (`pread`: the file's offset is left).
+pub(crate) fn read_at(
+    file: &std::fs::File,
+    buffer: &mut [u8],
+    offset: u64,
+) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buffer, offset)
+}
+
+/// What a file of mode `mode` is, for messages: "a symbolic link".
+pub(crate) fn kind_name(mode: u32) -> &'static str {
+    use rustix::fs::FileType;
+    match FileType::from_raw_mode(raw_mode(mode)) {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "not a file retry knows",
+    }
+}
+
+/// What an error number is called (`ENOSPC`), for messages that give the
+/// name a user can search for.
+pub(crate) fn error_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ELOOP => "ELOOP",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ESTALE => "ESTALE",
+        libc::EDQUOT => "EDQUOT",
+        _ => return None,
+    })
+}
+
+/// What an error's number is, where it has no name.
+pub(crate) const ERROR_NUMBER: &str = "errno";
 
 /// Make a FIFO at `path`, mode 0600 (tests plant them where files are
 /// expected).

@@ -16,6 +16,14 @@
 use rustix::io::Errno;
 use rustix::process::Pid;
 
+/// The machine's name (`uname`'s node name).
+pub(crate) fn host_name() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// This boot of this machine: a random UUID the kernel makes at boot.
 /// `None` where it cannot be read.
 #[cfg(target_os = "linux")]

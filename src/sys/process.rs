@@ -53,6 +53,16 @@ pub(crate) struct ProcInfo {
     pub(crate) zombie: bool,
 }
 
+/// Why `--foreground` cannot be had here: `None`, it can.
+pub(crate) const NO_FOREGROUND: Option<&str> = None;
+
+/// Whether `fd` is a terminal whose foreground process group is retry's.
+pub(crate) fn in_terminals_foreground(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    rustix::termios::isatty(fd)
+        && rustix::termios::tcgetpgrp(fd)
+            .is_ok_and(|group| group.as_raw_nonzero().get() == own_group())
+}
+
 /// Whether process group `group` has a member that has not ended (zombies,
 /// which only their parent can reap, do not count). `None` when the
 /// process table cannot be read.

@@ -30,3 +30,54 @@ pub(crate) fn password_home() -> Option<PathBuf> {
     let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
     (!dir.is_empty() && dir.as_bytes().starts_with(b"/")).then(|| PathBuf::from(dir))
 }
+
+/// Where the state directory goes before the XDG places: nowhere on Unix
+/// (Windows: `%LOCALAPPDATA%\retry\state`).
+pub(crate) fn system_state_dir() -> Option<PathBuf> {
+    None
+}
+
+/// The state directory of a user without a usable home.
+pub(crate) fn fallback_state_dir() -> PathBuf {
+    let uid = rustix::process::getuid().as_raw();
+    PathBuf::from(format!("/tmp/retry-state-{uid}"))
+}
+
+/// Whether `path` is a directory of this user's (followed).
+pub(crate) fn is_own_dir(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| {
+        meta.is_dir()
+            && std::os::unix::fs::MetadataExt::uid(&meta) == rustix::process::geteuid().as_raw()
+    })
+}
+
+/// Whether this user may make entries in directory `path`.
+pub(crate) fn may_write_in(path: &std::path::Path) -> bool {
+    rustix::fs::access(
+        path,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok()
+}
+
+/// Why a presets file is not ours alone to write, as OpenSSH's `StrictModes`
+/// judges `~/.ssh/config`: it must belong to us or root, and no one else
+/// may write it (a group that is our own may). `None`: it is ours alone.
+pub(crate) fn others_may_write(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!(
+            "belongs to another user (uid {}), not to you or root",
+            meta.uid()
+        ));
+    }
+    let group_of_others = meta.gid() != rustix::process::getegid().as_raw();
+    if mode & 0o002 != 0 || (mode & 0o020 != 0 && group_of_others) {
+        return Some(format!(
+            "is writable by others (mode {mode:04o}; chmod go-w)"
+        ));
+    }
+    None
+}

@@ -181,6 +181,8 @@ fn the_release_scripts_pass_shellcheck() {
             "scripts/package",
             "scripts/test",
             "scripts/stress-tests",
+            "scripts/windows-env",
+            "scripts/cross-check",
         ])
         .current_dir(ROOT)
         .output()
@@ -211,37 +213,50 @@ fn the_workflows_and_the_action_pass_actionlint() {
     );
 
     // The action's own shell (actionlint does not read a composite action's
-    // steps): the `run: |` block, through shellcheck as bash.
+    // steps): each `run: |` block (Linux's, Windows'), through shellcheck as
+    // bash.
     if !tool("shellcheck", "the action's shell") {
         return;
     }
-    let body = action_run_block();
-    let mut check = Command::new("shellcheck")
-        .args(["--shell=bash", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(check.stdin.as_mut().unwrap(), body.as_bytes()).unwrap();
-    drop(check.stdin.take());
-    let out = check.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stdout));
+    for body in action_run_blocks() {
+        let mut check = Command::new("shellcheck")
+            .args(["--shell=bash", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(check.stdin.as_mut().unwrap(), body.as_bytes()).unwrap();
+        drop(check.stdin.take());
+        let out = check.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stdout));
+    }
 }
 
-/// The shell of action.yml's one step (its `run: |` block), unindented.
-fn action_run_block() -> String {
+/// The shell of action.yml's steps (their `run: |` blocks), unindented:
+/// Linux's, then Windows'.
+fn action_run_blocks() -> Vec<String> {
     let action = read("action.yml");
-    let mut lines = action.lines().skip_while(|l| l.trim() != "run: |").skip(1);
     let indent = "        ";
-    let body: Vec<&str> = lines
-        .by_ref()
-        .take_while(|l| l.is_empty() || l.starts_with(indent))
-        .map(|l| l.strip_prefix(indent).unwrap_or(l))
-        .collect();
-    assert!(body.len() > 5, "no run block in action.yml");
-    let body = body.join("\n");
-    assert!(body.contains("scripts/install"));
-    body
+    let mut blocks = Vec::new();
+    let mut lines = action.lines();
+    while lines.by_ref().any(|l| l.trim() == "run: |") {
+        let body: Vec<&str> = lines
+            .clone()
+            .take_while(|l| l.is_empty() || l.starts_with(indent))
+            .map(|l| l.strip_prefix(indent).unwrap_or(l))
+            .collect();
+        assert!(body.len() > 5, "an empty run block in action.yml");
+        blocks.push(body.join("\n"));
+    }
+    assert_eq!(blocks.len(), 2, "a run block for Linux and one for Windows");
+    assert!(blocks[0].contains("scripts/install"));
+    assert!(blocks[1].contains("x86_64-pc-windows-gnu"));
+    blocks
+}
+
+/// The Linux step's shell.
+fn action_run_block() -> String {
+    action_run_blocks().swap_remove(0)
 }
 
 /// The action's step run by bash as the runner would run it, used at `git_ref`

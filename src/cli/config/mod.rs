@@ -91,6 +91,10 @@ impl Config {
         let judging = rules::judging(&cli, &mode, env)?;
         let hooks = hooks::hooks(&cli, limits.attempts)?;
         let hedging = hedging::hedging(&cli)?;
+        // Windows: every attempt has a job and a console group of its own.
+        if let (true, Some(why)) = (cli.foreground, crate::sys::process::NO_FOREGROUND) {
+            return Err(UsageError::NoForeground(why));
+        }
         let guards = guards::guards(&cli, env)?;
         // Scanned output: the child's stderr goes through retry.
         let scanned = judging.rules.patterns.is_some();

@@ -346,9 +346,12 @@ fn a_sleep_past_max_time_or_a_late_wake_ends_the_run_as_the_deadline() {
 #[test]
 fn a_signal_during_the_backoff_ends_the_run_by_it() {
     let mut fake = Fake::new(vec![failing(1), failing(1)]);
-    fake.signal_in_sleep = Some((1, libc::SIGTERM));
+    fake.signal_in_sleep = Some((1, crate::outcome::signo::SIGTERM));
     let ended = scheduled(&plan(Some(9), None, fake.start), &mut fake);
-    assert_eq!(ended.done.end, End::Interrupted(libc::SIGTERM));
+    assert_eq!(
+        ended.done.end,
+        End::Interrupted(crate::outcome::signo::SIGTERM)
+    );
     assert_eq!(ended.attempts, 1);
 }
 
@@ -371,9 +374,14 @@ fn the_budget_is_asked_before_each_retry_and_its_refusal_ends_the_run() {
     assert_eq!(fake.log[0], "deposit");
     // A signal that cut the store's wait short ends it by the signal.
     let mut fake = Fake::new(vec![failing(1), succeeding()]);
-    fake.budget = Some(VecDeque::from([BudgetAnswer::Interrupted(libc::SIGINT)]));
+    fake.budget = Some(VecDeque::from([BudgetAnswer::Interrupted(
+        crate::outcome::signo::SIGINT,
+    )]));
     let ended = scheduled(&plan(Some(9), None, fake.start), &mut fake);
-    assert_eq!(ended.done.end, End::Interrupted(libc::SIGINT));
+    assert_eq!(
+        ended.done.end,
+        End::Interrupted(crate::outcome::signo::SIGINT)
+    );
     // A store that cannot be used: retries go ahead.
     let mut fake = Fake::new(vec![failing(1), succeeding()]);
     fake.budget = Some(VecDeque::from([BudgetAnswer::Unusable]));
@@ -398,9 +406,12 @@ fn on_retry_runs_before_each_retry_and_only_a_signal_in_it_ends_the_run() {
         fake.log
     );
     let mut fake = Fake::new(vec![failing(1), succeeding()]);
-    fake.hook = Some(ProcessEnd::Signaled(libc::SIGINT));
+    fake.hook = Some(ProcessEnd::Signaled(crate::outcome::signo::SIGINT));
     let ended = scheduled(&plan(Some(9), None, fake.start), &mut fake);
-    assert_eq!(ended.done.end, End::Interrupted(libc::SIGINT));
+    assert_eq!(
+        ended.done.end,
+        End::Interrupted(crate::outcome::signo::SIGINT)
+    );
     assert_eq!(ended.attempts, 1);
 }
 

@@ -29,21 +29,20 @@ const MAX_CA_BYTES: u64 = 16 << 20;
 /// often links), when it is a regular file. Opened without blocking, so a
 /// FIFO with no writer cannot hold retry before anything runs.
 fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::open(
+    use crate::sys::fs::{Mode, OFlags};
+    let file = std::fs::File::from(crate::sys::fs::open(
         path,
         OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
-    )?;
-    let mode = crate::sys::fs::mode_bits(rustix::fs::fstat(&fd)?.st_mode);
-    let kind = crate::safe_fs::Kind::of_mode(mode);
+    )?);
+    let kind = crate::safe_fs::Kind::of(file.metadata()?.file_type());
     if kind != crate::safe_fs::Kind::Regular {
         return Err(std::io::Error::other(format!(
             "{}, not a regular file",
             kind.described()
         )));
     }
-    Ok(std::fs::File::from(fd))
+    Ok(file)
 }
 
 /// The certificates of the PEM file at `path`, each usable as a trust

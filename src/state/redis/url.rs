@@ -27,9 +27,7 @@
 //! keeps its case (a non-ASCII one is percent-encoded, and so resolves to
 //! nothing), and the wildcard addresses `0.0.0.0` and `::` are refused.
 
-use std::ffi::OsStr;
 use std::net::Ipv6Addr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Redis's own port.
@@ -221,7 +219,7 @@ fn unix(
             .map_err(|_| format!("db={db}: the database is a number, as in db=0"))?,
     };
     Ok(RedisUrl {
-        addr: Addr::Unix(PathBuf::from(OsStr::from_bytes(&bytes))),
+        addr: Addr::Unix(crate::sys::fs::path_from_bytes(&bytes)),
         db,
         username: last(query, "user").map(str::to_string),
         password: last(query, "pass").map(str::to_string),
@@ -628,7 +626,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_path_that_is_not_utf8_is_kept_as_bytes() {
+        use std::os::unix::ffi::OsStrExt;
         let url = parse("redis+unix:///tmp/%ff").unwrap();
         let Addr::Unix(path) = url.addr else {
             panic!("{url:?}")

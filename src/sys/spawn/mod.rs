@@ -48,6 +48,11 @@ pub(crate) struct Request<'a> {
     pub(crate) own_group: bool,
 }
 
+/// The argv that runs `line` in the shell: `/bin/sh -c LINE`.
+pub(crate) fn shell(line: &OsStr) -> Vec<OsString> {
+    vec!["/bin/sh".into(), "-c".into(), line.to_os_string()]
+}
+
 /// An attempt started under a keeper (`keeper`): the keeper's pid, the
 /// command's, the pipe the keeper reports the command's wait status on,
 /// and the one retry closes to let the keeper go.

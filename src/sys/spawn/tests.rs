@@ -226,7 +226,9 @@ fn the_caller_keeps_its_descriptors() {
     }
 }
 
-/// Make `set` this thread's signal mask; the previous mask.
+/// Make `set` this thread's signal mask; the previous mask (for the test
+/// that reads masks in /proc: Linux).
+#[cfg(target_os = "linux")]
 fn set_mask(set: &libc::sigset_t) -> libc::sigset_t {
     // SAFETY: `pthread_sigmask` reads `set` and writes the previous mask
     // into `old`; SIG_SETMASK is a valid `how`.

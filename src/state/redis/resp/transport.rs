@@ -5,7 +5,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
@@ -13,6 +12,7 @@ use std::time::Duration;
 
 use super::deadline::Deadline;
 use super::trouble::Trouble;
+use crate::sys::net::UnixStream;
 
 trait Socket: Read + Write {
     fn limit_reads(&self, left: Option<Duration>) -> io::Result<()>;

@@ -1,0 +1,291 @@
+//! The group's loop: copies started, watched, judged and settled.
+
+use std::fs::File;
+use std::io::{Seek, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use crate::contract::warning;
+use crate::policy::hedging::{self, CopyState, Next};
+use crate::process::Supervised;
+use crate::process::signals::SignalEvents;
+use crate::report::Reporter;
+use crate::run::Run;
+use crate::run::hint::HintFile;
+use crate::run::one_attempt::Judged;
+use crate::sys::fd::CancelPipe;
+
+use super::HedgePlan;
+use super::copy::{Copy, say_marked, start_copy};
+
+impl Run<'_> {
+    /// Attempt `attempt` as a group of copies: the judged copy that decides
+    /// the group (the winner, the copy that failed for good, or the last to
+    /// fail); the others are reported here.
+    pub(in crate::run) fn hedged_attempt(
+        &mut self,
+        plan: HedgePlan,
+        attempt: u64,
+        previous_exit: Option<i32>,
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) -> Result<Judged> {
+        reporter.attempt_start(
+            attempt,
+            self.setup.config.attempts,
+            &self.setup.command_text,
+        );
+        if let Some(held) = &self.files.held {
+            held.reset()?;
+        }
+        // The wait gives way to any event (a child's end too): those are
+        // queued for later and the reading goes on; cut short by a signal
+        // that ends the run, the copies start with what was read, and the
+        // group's loop hands the signal on and ends them.
+        while !self.files.stdin.read_whole(signals.events.wakes())? {
+            signals.events.collect();
+            if crate::process::signals::terminating_arrived() {
+                break;
+            }
+        }
+        while self.files.hedge_hints.len() < plan.hedges as usize {
+            self.files.hedge_hints.push(HintFile::for_run()?);
+        }
+        for number in 0..=plan.hedges {
+            if let Err(problem) = self.copy_hint(number).prepare() {
+                reporter.warning(warning::HINT, &problem);
+            }
+        }
+        let abandon = AtomicBool::new(false);
+        let give_up = || abandon.load(Ordering::SeqCst);
+        let config = self.setup.config;
+        // Each copy's pumps and feeder watch a pair of these, made before
+        // the copies' threads, which they outlive.
+        let cancels = (0..=plan.hedges)
+            .map(|_| Ok((CancelPipe::new()?, CancelPipe::new()?)))
+            .collect::<Result<Vec<_>>>()?;
+        let group_start = Instant::now();
+        let mut copies: Vec<Copy> = Vec::new();
+        let mut no_more = false;
+        let decided = std::thread::scope(|scope| -> Result<usize> {
+            loop {
+                // Look at each running copy; judge those that ended.
+                self.judge_ended(&mut copies, (&abandon, &cancels), signals, reporter);
+                let states: Vec<CopyState> = copies.iter().map(|c| c.state).collect();
+                let may_start = !no_more
+                    && self
+                        .setup
+                        .limits
+                        .deadline
+                        .is_none_or(|d| Instant::now() < d);
+                let next = hedging::next(
+                    &states,
+                    group_start,
+                    Instant::now(),
+                    hedging::Plan {
+                        delay: plan.delay,
+                        hedges: plan.hedges,
+                        may_start,
+                    },
+                );
+                match next {
+                    Next::Start => {
+                        // A hedge costs a budget token; none while a circuit
+                        // probes (one request is the probe).
+                        let number = copies.len() as u64;
+                        if number > 0 && !self.may_hedge(signals, reporter) {
+                            no_more = true;
+                            continue;
+                        }
+                        let start = self.copy_start(
+                            config,
+                            number,
+                            (attempt, previous_exit),
+                            &cancels[number as usize],
+                            &give_up,
+                        )?;
+                        copies.push(start_copy(scope, start)?);
+                        continue;
+                    }
+                    Next::Won { winner: decided } | Next::Lost { failed: decided } => {
+                        let now = Instant::now();
+                        for copy in &mut copies {
+                            if let Some(supervised) = &mut copy.supervised {
+                                supervised.supersede(now);
+                            }
+                        }
+                        if copies.iter().all(|c| c.supervised.is_none()) {
+                            return Ok(decided);
+                        }
+                    }
+                    Next::AllFailed => return Ok(last_to_end(&copies)),
+                    Next::Wait(_) => {}
+                }
+                if wait_for_copies(&mut copies, &next, signals) {
+                    no_more = true;
+                }
+            }
+        })?;
+        crate::process::watchdog::release();
+        crate::process::reap_orphans();
+        self.settle_copies(copies, decided, attempt, reporter)
+    }
+
+    /// Judge the copies that ended since the last look (or could not
+    /// start), and note each one's state.
+    fn judge_ended(
+        &mut self,
+        copies: &mut [Copy],
+        (abandon, cancels): (&AtomicBool, &[(CancelPipe, CancelPipe)]),
+        signals: &mut SignalEvents,
+        reporter: &mut Reporter,
+    ) {
+        for copy in copies {
+            let (ending, superseded) = if let Some(ending) = copy.not_started.take() {
+                (ending, false)
+            } else {
+                let Some(process) = copy.supervised.as_mut().and_then(Supervised::ended) else {
+                    continue;
+                };
+                let supervised = copy.supervised.take().expect("a running copy");
+                let superseded = supervised.was_superseded();
+                (supervised.finish(process, &mut signals.events), superseded)
+            };
+            let outcome = Self::finish_copy(copy, ending, abandon, cancels);
+            let taken = self.copy_hint(copy.number).take();
+            let mut judged = self.judge(outcome, taken, reporter);
+            judged.copy = Some(copy.number);
+            copy.state = if superseded {
+                CopyState::Superseded
+            } else {
+                CopyState::Ended(judged.verdict.class)
+            };
+            copy.judged = Some(judged);
+        }
+    }
+
+    /// The hint file of copy `number`.
+    fn copy_hint(&mut self, number: u64) -> &mut HintFile {
+        match number {
+            0 => &mut self.files.hint,
+            n => &mut self.files.hedge_hints[n as usize - 1],
+        }
+    }
+
+    /// Whether another copy may start: no circuit is probing, and the
+    /// budget (if any) gives a token for it.
+    fn may_hedge(&mut self, signals: &mut SignalEvents, reporter: &mut Reporter) -> bool {
+        if self.setup.probing {
+            return false;
+        }
+        match self.withdraw(signals, reporter) {
+            None => true,
+            Some((_, answer)) => matches!(
+                answer,
+                crate::policy::decision::BudgetAnswer::Taken { .. }
+                    | crate::policy::decision::BudgetAnswer::Unusable
+            ),
+        }
+    }
+
+    /// The group is decided by copy `decided`: its stdout is delivered, the
+    /// hedges' stderr said (marked), the other copies reported; the decided
+    /// copy goes back to the schedule as the attempt.
+    fn settle_copies(
+        &mut self,
+        copies: Vec<Copy>,
+        decided: usize,
+        attempt: u64,
+        reporter: &mut Reporter,
+    ) -> Result<Judged> {
+        let mut chosen = None;
+        for (index, copy) in copies.into_iter().enumerate() {
+            self.state.failures.hedges += u64::from(copy.number > 0);
+            self.state.failures.superseded += u64::from(copy.state == CopyState::Superseded);
+            if let Some(mut stderr) = copy.stderr {
+                say_marked(&mut stderr, copy.number)?;
+            }
+            let Some(judged) = copy.judged else { continue };
+            if index == decided {
+                self.deliver_copy_stdout(copy.stdout)?;
+                chosen = Some(judged);
+                continue;
+            }
+            let superseded = copy.state == CopyState::Superseded;
+            reporter.side_copy(&crate::run::schedule::copy_record(
+                attempt,
+                self.setup.config.attempts,
+                &judged,
+                copy.number,
+                superseded,
+            ));
+        }
+        chosen.context("no copy of the hedged attempt ended")
+    }
+
+    /// The chosen copy's stdout: into the held file (`-o`,
+    /// `--buffer-stdout`), else to retry's stdout.
+    fn deliver_copy_stdout(&mut self, mut stdout: File) -> Result<()> {
+        stdout.rewind().context("reading a copy's stdout")?;
+        if let Some(held) = &self.files.held {
+            let mut file = held.file().try_clone()?;
+            std::io::copy(&mut stdout, &mut file).context("holding the chosen copy's stdout")?;
+            return Ok(());
+        }
+        let mut out = std::io::stdout().lock();
+        match std::io::copy(&mut stdout, &mut out).and_then(|_| out.flush()) {
+            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(err).context("writing the chosen copy's stdout")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The copy that ended last (all failed): it gives the group's failure.
+fn last_to_end(copies: &[Copy]) -> usize {
+    copies
+        .iter()
+        .enumerate()
+        .filter_map(|(index, copy)| {
+            let judged = copy.judged.as_ref()?;
+            Some((index, copy.started + judged.outcome.duration))
+        })
+        .max_by_key(|&(_, ended)| ended)
+        .map_or(0, |(index, _)| index)
+}
+
+/// Move the running copies' clocks (time limits, kill-after) on, then wait
+/// for the next event or wake-up (a copy's time limit, the next hedge);
+/// whether a signal arrived (no more copies start after one).
+fn wait_for_copies(copies: &mut [Copy], next: &Next, signals: &mut SignalEvents) -> bool {
+    for copy in copies.iter_mut() {
+        if let Some(supervised) = &mut copy.supervised {
+            supervised.tick(Instant::now());
+        }
+    }
+    let hedge_wake = match next {
+        Next::Wait(at) => *at,
+        _ => None,
+    };
+    let wake = copies
+        .iter()
+        .filter_map(|c| c.supervised.as_ref().and_then(Supervised::wake))
+        .chain(hedge_wake)
+        .min();
+    let running: Vec<&Supervised> = copies
+        .iter()
+        .filter_map(|c| c.supervised.as_ref())
+        .collect();
+    let Some(event) = crate::process::wait_for(&running, &mut signals.events, wake) else {
+        return false;
+    };
+    for copy in copies.iter_mut() {
+        if let Some(supervised) = &mut copy.supervised {
+            supervised.on_event(event);
+        }
+    }
+    matches!(event, crate::process::signals::Event::Signal { .. })
+}

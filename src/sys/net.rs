@@ -1,0 +1,3 @@
+//! Local sockets: Unix's stream sockets (a Redis server's `unix://`).
+
+pub(crate) use std::os::unix::net::UnixStream;
