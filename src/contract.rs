@@ -156,6 +156,17 @@ pub(crate) const ENVIRONMENT: &[Variable] = &[
         brief: None,
     },
     Variable {
+        name: "RETRY_DEPTH",
+        given: Some((
+            Whom::Command,
+            "how deep the retry that runs the command is nested: 1 for an outermost retry, 2 for a retry inside another's attempt, and so on",
+        )),
+        read: Some(
+            "a retry that finds it is one level deeper and marks its lines `retry[N]:` (N its depth) so nested runs can be told apart; not a whole number from 1 to 99, or unset while `RETRY_ATTEMPT` is set (an outer retry of an older version), it counts as 1",
+        ),
+        brief: None,
+    },
+    Variable {
         name: "RETRY_HEDGE",
         given: Some((
             Whom::Command,

@@ -42,10 +42,22 @@ pub(crate) fn detect(var: impl Fn(&str) -> Option<OsString>) -> Option<Ci> {
     }
 }
 
-/// Retry runs inside another retry's attempt: `RETRY_ATTEMPT` is set and
-/// not empty.
-pub(crate) fn nested(var: impl Fn(&str) -> Option<OsString>) -> bool {
-    var("RETRY_ATTEMPT").is_some_and(|value| !value.is_empty())
+/// The deepest nesting `RETRY_DEPTH` may claim; past it, or not a number,
+/// it counts as the one level `RETRY_ATTEMPT` shows.
+const MOST_DEPTH: u32 = 99;
+
+/// How deep this retry runs: 1 outermost; inside another retry's attempt,
+/// one deeper than the `RETRY_DEPTH` it gave (2 when only `RETRY_ATTEMPT`,
+/// set and not empty, says there is one).
+pub(crate) fn depth(var: impl Fn(&str) -> Option<OsString>) -> u32 {
+    let inside = var("RETRY_ATTEMPT").is_some_and(|value| !value.is_empty());
+    let given = var("RETRY_DEPTH")
+        .and_then(|value| value.to_str()?.parse::<u32>().ok())
+        .filter(|depth| (1..=MOST_DEPTH).contains(depth));
+    match given {
+        Some(outer) => outer + 1,
+        None => 1 + u32::from(inside),
+    }
 }
 
 // ---- GitHub Actions workflow commands ----
@@ -259,8 +271,17 @@ mod tests {
         assert_eq!(detect(env(&[("GITHUB_ACTIONS", "")])), None);
         assert_eq!(detect(env(&[("GITHUB_ACTIONS", "false")])), None);
         assert_eq!(detect(env(&[])), None);
-        assert!(nested(env(&[("RETRY_ATTEMPT", "2")])));
-        assert!(!nested(env(&[("RETRY_ATTEMPT", "")])));
+        assert_eq!(depth(env(&[("RETRY_ATTEMPT", "2")])), 2);
+        assert_eq!(depth(env(&[("RETRY_ATTEMPT", "")])), 1);
+        assert_eq!(depth(env(&[])), 1);
+        assert_eq!(
+            depth(env(&[("RETRY_DEPTH", "2"), ("RETRY_ATTEMPT", "1")])),
+            3
+        );
+        for garbage in ["0", "100", "-1", "2x", ""] {
+            let vars = [("RETRY_DEPTH", garbage), ("RETRY_ATTEMPT", "1")];
+            assert_eq!(depth(env(&vars)), 2, "{garbage:?}");
+        }
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub(crate) struct CiSettings {
     /// `RETRY_ATTEMPT` is set: no folds (they do not nest), no step files
     /// (the outermost retry writes them).
     pub(crate) nested: bool,
+    /// How deep this retry runs (1 outermost): its lines say it, its
+    /// command gets it (`RETRY_DEPTH`).
+    pub(crate) depth: u32,
     /// `$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY`, whatever the format.
     pub(crate) step_files: StepFiles,
     /// The child's stderr goes through retry (output is scanned), so
@@ -119,9 +122,11 @@ impl CiSettings {
         var: impl Fn(&str) -> Option<OsString>,
         stderr_tracked: bool,
     ) -> CiSettings {
-        let nested = ci::nested(&var);
+        let depth = ci::depth(&var);
+        let nested = depth > 1;
         CiSettings {
             nested,
+            depth,
             step_files: if nested {
                 StepFiles::default()
             } else {
@@ -274,6 +279,7 @@ impl Reporter {
                 log_file,
                 ci,
                 folded: folds.is_some(),
+                depth: settings.ci.depth,
             };
             let annotations = (ci == Some(Ci::Github)).then(|| Out::Stderr(stderr.clone()));
             Box::new(TextSink::new(out, text, annotations))

@@ -38,6 +38,9 @@ pub(crate) struct TextSettings {
     /// Each attempt is folded under a header that names it: `-v` adds no
     /// line for its start.
     pub(crate) folded: bool,
+    /// How deep this retry runs (1 outermost): a nested one's lines read
+    /// `retry[N]:`.
+    pub(crate) depth: u32,
 }
 
 /// The text sink: one `retry:` line per event worth a word at the
@@ -124,6 +127,14 @@ impl<W: Write> TextSink<W> {
         let _ = self.out.write_all(text.as_bytes());
     }
 
+    /// `retry:`, or `retry[N]:` in a retry nested N deep.
+    fn prefix(&self) -> String {
+        match self.settings.depth {
+            0 | 1 => "retry:".to_string(),
+            depth => format!("retry[{depth}]:"),
+        }
+    }
+
     /// `retry: <message>`, the prefix coloured when colour is on.
     fn say(&mut self, style: Style, message: &str) {
         // In a CI log, text that others wrote in a message must not make
@@ -139,15 +150,17 @@ impl<W: Write> TextSink<W> {
             // gets the prefix, rather than the message being joined into
             // one, so the lines keep their columns: a regex error's caret
             // stays under the character it points at.
+            let prefix = self.prefix();
             for part in message.split('\n') {
-                self.write_line(format!("retry: {part}").trim_end());
+                self.write_line(format!("{prefix} {part}").trim_end());
             }
             return;
         }
+        let prefix = self.prefix();
         let line = if self.settings.color {
-            format!("{style}retry:{style:#} {message}")
+            format!("{style}{prefix}{style:#} {message}")
         } else {
-            format!("retry: {message}")
+            format!("{prefix} {message}")
         };
         self.write_line(&line);
     }
@@ -426,6 +439,24 @@ mod tests {
             log_file: false,
             ci,
             folded: false,
+            depth: 1,
+        }
+    }
+
+    #[test]
+    fn a_nested_retrys_lines_say_how_deep_it_runs() {
+        for (depth, log_file, expected) in [
+            (1, false, "retry: warning: w\n"),
+            (2, false, "retry[2]: warning: w\n"),
+            (3, true, "2023-11-14T22:13:20.000Z retry[3]: warning: w\n"),
+        ] {
+            let mut settings = settings(Verbosity::Normal, None);
+            settings.depth = depth;
+            settings.log_file = log_file;
+            let mut sink = TextSink::new(Vec::new(), settings, None);
+            sink.clock = noon;
+            sink.warning("kind", "w");
+            assert_eq!(written(&sink.out), expected);
         }
     }
 
@@ -479,6 +510,7 @@ mod tests {
                     log_file,
                     ci,
                     folded: false,
+                    depth: 1,
                 };
                 let annotations = (ci == Some(Ci::Github)).then(Vec::new);
                 let mut sink = TextSink::new(Vec::new(), settings, annotations);

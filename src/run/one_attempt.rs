@@ -179,6 +179,10 @@ pub(super) fn child_env(
             previous.map(|c| c.to_string()).unwrap_or_default().into(),
         ),
         ("RETRY_HINT_FILE", hint.env_value()),
+        (
+            "RETRY_DEPTH",
+            setup.config.report.ci.depth.to_string().into(),
+        ),
     ];
     // Only a run with a deadline sets it (one without was given none).
     if let Some(ms) = setup.deadline_ms {

@@ -552,3 +552,38 @@ fn a_run_whose_deadline_had_passed_tells_the_circuit_nothing() {
         .assert()
         .success();
 }
+
+#[test]
+fn nested_runs_mark_their_lines_with_their_depth() {
+    // Three levels; the innermost command fails once and says the depth it
+    // was given.
+    let dir = scratch();
+    let seen = dir.path().join("depth");
+    let command = format!(
+        "echo \"$RETRY_DEPTH\" >> '{}'; [ \"$RETRY_ATTEMPT\" -ge 2 ]",
+        seen.display()
+    );
+    let out = retry_std()
+        .args([
+            "-n", "1", "--", BIN, "-n", "1", "--", BIN, "-n", "2", "-d", "1ms",
+        ])
+        .args(["--", "sh", "-c", &command])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("retry[2]: warning: running inside another retry"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("retry[3]: attempt 1/2 failed: exit 1"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("\nretry: "),
+        "the outermost said something: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), "3\n3\n");
+}
