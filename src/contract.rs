@@ -1,7 +1,7 @@
 //! The public contract that is more than flags, written once: exit
 //! statuses, environment variables and the kinds of warning events. Each
 //! is a table of rows; `--help`'s epilogue, the man page and the generated
-//! blocks of the README are rendered from these rows (`cli::contract_text`),
+//! blocks of the guide (docs/) are rendered from these rows (`cli::contract_text`),
 //! and a test compares every rendering with them.
 //!
 //! Data only: no I/O, no formatting beyond the words themselves. Texts are
@@ -16,7 +16,7 @@ pub(crate) struct Status {
     pub(crate) code: &'static str,
     /// A few words for `--help`, when the status is listed there.
     pub(crate) brief: Option<&'static str>,
-    /// What it means, in full (man page, README).
+    /// What it means, in full (man page, the guide).
     pub(crate) meaning: &'static str,
 }
 
@@ -94,7 +94,7 @@ pub(crate) enum Whom {
 }
 
 impl Whom {
-    /// As the README and the man page say it.
+    /// As the guide and the man page say it.
     pub(crate) fn words(self) -> &'static str {
         match self {
             Whom::Command => "the command",
@@ -436,7 +436,7 @@ mod tests {
             assert!(!text.ends_with('.'), "no final period: {text}");
             assert_eq!(text.matches('`').count() % 2, 0, "{text}");
         }
-        // The man page capitalises the first word, a README cell does not:
+        // The man page capitalises the first word, a table cell of the guide does not:
         // a text starts as it would within a sentence.
         let starts = EXIT_STATUSES
             .iter()

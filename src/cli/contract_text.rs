@@ -1,6 +1,6 @@
 //! The contract's tables (`crate::contract`: exit statuses, environment,
 //! warning kinds) in the forms users read them: `--help`'s epilogue, plain
-//! sentences for the man page (`generate` lays them out), and the README's
+//! sentences for the man page (`generate` lays them out), and the guide's
 //! generated blocks, which `retry --generate markdown` rewrites in place
 //! (`scripts/generate`) and a test compares with the tables.
 //!

@@ -1,7 +1,7 @@
 //! `--generate KIND`: the man page and the shell completion scripts, made
 //! from the clap definition itself so they never drift from the binary. The
 //! committed copies under `completions/` and `man/` are checked against this
-//! output by a test; `scripts/generate` rewrites them, and the README's
+//! output by a test; `scripts/generate` rewrites them, and the guide's
 //! generated blocks with the hidden `--generate markdown` (a Markdown file
 //! on stdin, printed with its blocks rendered anew: `contract_text`).
 

@@ -6,7 +6,7 @@
 //! typed settings (its errors are `usage`'s); no clap type is seen past
 //! that boundary. `early` finds where a usage error is reported, from the
 //! same clap definition; `contract_text` renders the contract's tables
-//! for `--help`, `generate` (man page, completions) and the README.
+//! for `--help`, `generate` (man page, completions) and the guide.
 
 // Doc comments here are the help text users read, not rustdoc.
 #![allow(clippy::doc_markdown)]

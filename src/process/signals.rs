@@ -150,7 +150,7 @@ impl Events {
             // is presumed when retry's group is the terminal's foreground:
             // the key reached the command too, and it must not get the
             // signal twice (a `kill -INT` of retry alone then ends the
-            // attempt by SIGKILL at --kill-after: README, Platforms).
+            // attempt by SIGKILL at --kill-after: docs/platforms.md).
             let from_kernel = if SENDER_KNOWN {
                 arrival.from_kernel
             } else {

@@ -5,7 +5,7 @@
 //! Pure formatting, and the folds. Every piece of text that others wrote
 //! (the command line, a reason, a message) is escaped here, so that it can
 //! never end one of our lines early or start a command of its own. Fold
-//! markers go to stderr, like every other line of retry's (README: CI
+//! markers go to stderr, like every other line of retry's (docs/reporting.md, CI
 //! logs): stdout is the command's, and often a file. A fold opened is
 //! always closed: by the attempt's end, by an error, by the end of the
 //! run, or at the latest when the sink is dropped.

@@ -15,7 +15,7 @@
 //! `kill -9 -PGID` of retry's group does not take it), and holds no other
 //! descriptor of retry's: its standard ones are `/dev/null`, every other
 //! is closed, so no reader of retry's output waits for it. Only SIGKILL or
-//! SIGSTOP sent to it, or its own process limit, defeat it: the README says
+//! SIGSTOP sent to it, or its own process limit, defeat it: docs/processes.md says
 //! so.
 //!
 //! Records are fixed-size and written in one `write` (atomic on a pipe);

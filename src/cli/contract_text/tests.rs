@@ -1,5 +1,5 @@
 //! The contract's tables against every place they are rendered: `--help`,
-//! the man page, the README's generated blocks; and the warning kinds
+//! the man page, the guide's generated blocks; and the warning kinds
 //! against the source that emits them.
 
 use std::path::{Path, PathBuf};

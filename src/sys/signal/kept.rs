@@ -8,7 +8,7 @@
 //! The kernel's action holds, besides the handler and its flags, the C
 //! library's return trampoline (`sa_restorer`, which `x86_64` requires):
 //! it is copied from a signal the C library itself installed for retry.
-//! Other architectures (the layout differs) refuse, and the README says so.
+//! Other architectures (the layout differs) refuse, and docs/platforms.md says so.
 
 use std::io;
 

@@ -6,7 +6,7 @@
 //! looks at its pipe with `PeekNamedPipe` between short waits on its
 //! cancel event (1 ms, growing to 20 ms while nothing comes). A write to
 //! retry's own stdout or stderr blocks: a reader that stops reading can
-//! hold retry (on Unix it cannot; README, Platforms).
+//! hold retry (on Unix it cannot; docs/platforms.md).
 
 use std::fs::File;
 use std::io::{self, Write};

@@ -48,7 +48,7 @@ pub(crate) fn wait_any(handles: &[BorrowedFd<'_>], until: Option<Instant>) -> Op
 /// Send a Ctrl-Break to process group `group` (a process started with
 /// `CREATE_NEW_PROCESS_GROUP`, whose id is the group's), sharing retry's
 /// console. False where there is none to share, or the system refused
-/// (wine does not deliver it: README, Platforms).
+/// (wine does not deliver it: docs/platforms.md).
 pub(crate) fn ctrl_break(group: u32) -> bool {
     // SAFETY: no memory is passed; a group that is gone is refused.
     unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, group) != 0 }
