@@ -974,7 +974,7 @@ fn a_bad_state_ca_is_a_usage_error_naming_the_flag_or_the_variable() {
     let empty = empty.to_str().unwrap();
     // A FIFO nobody writes to: refused at once, not waited on for ever.
     let fifo = work.path().join("fifo.pem");
-    crate::hostile::mkfifo(&fifo);
+    crate::untrusted_inputs::mkfifo(&fifo);
     let fifo = fifo.to_str().unwrap();
     let missing = "/nonexistent/retry-test/ca.pem";
     let rediss = "rediss://127.0.0.1:1/0";

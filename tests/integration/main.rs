@@ -22,6 +22,8 @@ mod circuit;
 #[cfg(unix)]
 mod core;
 #[cfg(unix)]
+mod deadlines_status_readiness;
+#[cfg(unix)]
 mod examples;
 #[cfg(unix)]
 mod exec;
@@ -30,13 +32,9 @@ mod fleet;
 #[cfg(unix)]
 mod fleet_deployments;
 #[cfg(unix)]
-mod handoff;
-#[cfg(unix)]
 mod hedging;
 #[cfg(unix)]
 mod hooks;
-#[cfg(unix)]
-mod hostile;
 #[cfg(unix)]
 mod house;
 #[cfg(unix)]
@@ -52,9 +50,7 @@ mod jobs;
 #[cfg(unix)]
 mod messages;
 #[cfg(unix)]
-mod newcomer;
-#[cfg(unix)]
-mod outputs;
+mod output_readers;
 #[cfg(unix)]
 mod package;
 #[cfg(unix)]
@@ -64,9 +60,9 @@ mod patterns;
 #[cfg(unix)]
 mod presets;
 #[cfg(unix)]
-mod presets_locale;
+mod presets_cargo_and_llm;
 #[cfg(unix)]
-mod presets_more;
+mod presets_locale;
 #[cfg(unix)]
 mod presets_network;
 #[cfg(unix)]
@@ -84,6 +80,10 @@ mod signals;
 mod simulation;
 #[cfg(unix)]
 mod state;
+#[cfg(unix)]
+mod untrusted_inputs;
+#[cfg(unix)]
+mod usage_and_wording;
 #[cfg(unix)]
 mod util;
 #[cfg(windows)]

@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use predicates::prelude::*;
 
-use crate::hostile::{
+use crate::untrusted_inputs::{
     give_to_nobody, mkfifo, planted_directory_link, skip_unless_root, sticky_dir,
 };
 use crate::util::*;

@@ -1,4 +1,4 @@
-//! The presets of issue 26, item 6, end to end: real cargo against a
+//! The cargo and LLM-client presets end to end: real cargo against a
 //! sparse registry on 127.0.0.1 that answers 503, then 429; stand-ins for
 //! the LLM clients (none is installed for tests) that print what their APIs
 //! answer when overloaded or given a bad key.

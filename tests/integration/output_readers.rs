@@ -1,4 +1,4 @@
-//! Where the command's output goes (issue 25, items 2, 7 and 19): a reader
+//! Where the command's output goes, and the readers on the far end: a reader
 //! that takes nothing (a socket, a terminal) holds retry past none of its
 //! limits and leaves it hearing signals; a held stdout is the successful
 //! attempt's alone; a terminal stays the command's where nothing scans it.

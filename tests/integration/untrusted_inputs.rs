@@ -1,6 +1,6 @@
-//! Hostile conditions (issue 13): what a child, the environment or another
-//! local user puts where retry expects a small file or a plain value must
-//! not hang retry, steer it, or forge its messages.
+//! Untrusted inputs: what a child, the environment or another local user
+//! puts where retry expects a small file or a plain value must not hang
+//! retry, steer it, or forge its messages.
 //!
 //! "Another user" is simulated as root with `chown -h 65534:65534` on a
 //! symlink; those tests skip with a message when not run as root.
