@@ -10,6 +10,7 @@ use std::time::Duration;
 use humantime::format_duration;
 
 use super::deadline::DeadlineError;
+use super::slips::Slip;
 use crate::presets::PresetError;
 use crate::values::CodeSet;
 
@@ -62,6 +63,8 @@ pub(crate) enum UsageError {
     Deadline(DeadlineError),
     /// `--hedge-after` where copies of an attempt cannot run: why.
     Hedging(&'static str),
+    /// A command word that is a slip (`retry 3 curl`).
+    Slip(Slip),
 }
 
 impl fmt::Display for UsageError {
@@ -131,6 +134,7 @@ impl fmt::Display for UsageError {
             UsageError::Presets(err) => err.fmt(f),
             UsageError::Deadline(err) => err.fmt(f),
             UsageError::Hedging(why) => f.write_str(why),
+            UsageError::Slip(slip) => slip.fmt(f),
         }
     }
 }
