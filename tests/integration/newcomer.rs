@@ -3,7 +3,8 @@
 //! decided them, flags that contradict each other, circuits used with other
 //! settings, durations as coreutils `timeout` reads them, completion, and
 //! the slips answered before anything runs: a number or a unit word where
-//! the command goes, and other retry tools' flags.
+//! the command goes, other retry tools' flags, and a preset asked for by
+//! the command it serves.
 
 use std::process::Stdio;
 
@@ -458,4 +459,24 @@ fn clap_tips_that_mislead_are_gone_and_near_typos_keep_theirs() {
         stderr.contains("tip: a similar argument exists: '--attempts'"),
         "{stderr}"
     );
+}
+
+#[test]
+fn preset_show_finds_the_preset_of_a_command() {
+    let output = retry()
+        .args(["--preset", "show", "claude"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert!(
+        text.starts_with("# claude is served by the preset llm.\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n[preset.llm]\n"), "{text}");
+    assert!(text.contains("commands = [\"claude\", "), "{text}");
+    retry()
+        .args(["--preset", "show", "no-such-command"])
+        .assert()
+        .code(125);
 }
