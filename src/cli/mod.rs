@@ -20,7 +20,11 @@ mod explain_rules;
 pub(crate) mod generate;
 mod natural;
 mod parsers;
+mod peers;
+pub(crate) mod slips;
+mod unknown;
 pub(crate) mod usage;
+mod words;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -344,6 +348,10 @@ pub(crate) struct Cli {
         required_unless_present_any = ["explain", "generate", "circuit_status", "circuit_reset", "budget_status", "budget_reset", "preset"]
     )]
     pub(crate) command: Vec<OsString>,
+
+    /// The words before COMMAND as typed, for the hints of `slips`.
+    #[arg(skip)]
+    pub(crate) before_command: Vec<OsString>,
 }
 
 /// Flags that only a circuit (or a budget) reads, and what must be named
@@ -405,8 +413,11 @@ impl Cli {
     pub(crate) fn parse_from_os(
         args: impl IntoIterator<Item = OsString>,
     ) -> Result<Cli, clap::Error> {
+        let args: Vec<OsString> = args.into_iter().collect();
         let mut command = natural::with_natural_names(Cli::command());
-        let mut matches = command.try_get_matches_from_mut(args)?;
+        let mut matches = command
+            .try_get_matches_from_mut(&args)
+            .map_err(|err| unknown::explained(err, &mut command, &args))?;
         check_needs_a_store(&mut command, &matches)?;
         natural::refuse_retry_counts(&mut command, &matches)?;
         // Takes the values out (`from_arg_matches` would copy every match
@@ -414,6 +425,8 @@ impl Cli {
         let mut cli =
             Cli::from_arg_matches_mut(&mut matches).map_err(|err| err.format(&mut command))?;
         cli.attempts = cli.attempts.or(natural::alias(&matches));
+        let options = args.len().saturating_sub(cli.command.len());
+        cli.before_command = args.get(1..options).unwrap_or_default().to_vec();
         Ok(cli)
     }
 }

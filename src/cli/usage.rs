@@ -10,6 +10,7 @@ use std::time::Duration;
 use humantime::format_duration;
 
 use super::deadline::DeadlineError;
+use super::slips::Slip;
 use crate::presets::PresetError;
 use crate::values::CodeSet;
 
@@ -64,6 +65,8 @@ pub(crate) enum UsageError {
     Hedging(&'static str),
     /// `--foreground` on a system without terminal process groups: why.
     NoForeground(&'static str),
+    /// A command word that is a slip (`retry 3 curl`).
+    Slip(Slip),
 }
 
 impl fmt::Display for UsageError {
@@ -134,6 +137,7 @@ impl fmt::Display for UsageError {
             UsageError::Deadline(err) => err.fmt(f),
             UsageError::Hedging(why) => f.write_str(why),
             UsageError::NoForeground(why) => write!(f, "--foreground: {why}"),
+            UsageError::Slip(slip) => slip.fmt(f),
         }
     }
 }

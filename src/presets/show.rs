@@ -1,6 +1,8 @@
 //! `--preset list` and `--preset show`: the presets in force, and one in
 //! the form of a user's presets file.
 
+use std::ffi::OsString;
+
 use super::error::PresetError;
 use super::schema::{self, Preset};
 use super::user_files::user_layers;
@@ -61,12 +63,34 @@ pub(crate) fn list_text(sources: &Sources) -> Result<String, PresetError> {
     Ok(text)
 }
 
-/// `--preset show NAME`: the preset in a user file's form.
+/// `--preset show NAME`: the preset in a user file's form. A NAME that
+/// names no preset but a command one serves (`claude`: llm; `pip3.11`:
+/// pip; `/usr/bin/curl`: curl) shows that preset, its first line saying
+/// so (a comment, so that the text stays a presets file).
 pub(crate) fn show_text(name: &str, sources: &Sources) -> Result<String, PresetError> {
-    schema::check_name(name).map_err(PresetError::ShowName)?;
-    let chosen = choose(&Request::Named(name.to_string()), &[], sources)?
-        .expect("a named preset is found or an error");
-    Ok(to_toml(&chosen.preset))
+    let named = schema::check_name(name)
+        .map_err(PresetError::ShowName)
+        .and_then(|()| choose(&Request::Named(name.to_string()), &[], sources));
+    let err = match named {
+        Ok(chosen) => {
+            let chosen = chosen.expect("a named preset is found or an error");
+            return Ok(to_toml(&chosen.preset));
+        }
+        Err(err @ (PresetError::Unknown { .. } | PresetError::ShowName(_))) => err,
+        Err(err) => return Err(err),
+    };
+    let Some(chosen) = choose(&Request::Auto, &[OsString::from(name)], sources)? else {
+        return Err(err);
+    };
+    let through = chosen
+        .through
+        .map_or_else(String::new, |through| format!(" ({through})"));
+    Ok(format!(
+        "# {} is served by the preset {}{through}.\n{}",
+        crate::text::sanitize_line(name, 64),
+        chosen.preset.name,
+        to_toml(&chosen.preset)
+    ))
 }
 
 /// A TOML basic string: `"..."` with escapes.

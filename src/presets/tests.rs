@@ -434,6 +434,48 @@ fn auto(command: &str, sources: &Sources) -> Option<Chosen> {
 }
 
 #[test]
+fn show_finds_the_preset_a_command_is_served_by() {
+    let none = no_user_files();
+    for (name, first, preset) in [
+        ("claude", "# claude is served by the preset llm.\n", "llm"),
+        (
+            "pip3.11",
+            "# pip3.11 is served by the preset pip (pip3.11, read as pip).\n",
+            "pip",
+        ),
+        (
+            "/usr/bin/curl",
+            "# /usr/bin/curl is served by the preset curl.\n",
+            "curl",
+        ),
+    ] {
+        let text = show_text(name, &none).unwrap();
+        assert!(text.starts_with(first), "{name}: {text}");
+        assert!(text.contains(&format!("\n[preset.{preset}]\n")), "{text}");
+    }
+    // A preset's own name shows it as before, with no such line.
+    let text = show_text("llm", &none).unwrap();
+    assert!(text.starts_with("# Preset llm, from built-in"), "{text}");
+    // A user preset claiming the command wins, as for a run.
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(dir.path(), "user.toml", MY_CURL);
+    let sources = Sources {
+        system: PathBuf::from("/nonexistent/retry-test/etc.toml"),
+        user: Some((user, true)),
+    };
+    let text = show_text("mycurl", &sources).unwrap();
+    assert!(
+        text.starts_with("# mycurl is served by the preset curl.\n"),
+        "{text}"
+    );
+    assert!(text.contains("description = \"my curl\""), "{text}");
+    // Neither a preset nor a command one serves: the error as before.
+    for name in ["nosuch", "sudo", "list"] {
+        assert!(show_text(name, &none).is_err(), "{name}");
+    }
+}
+
+#[test]
 fn user_layers_add_presets_replace_built_ins_and_claim_commands() {
     let dir = tempfile::tempdir().unwrap();
     let system = write(dir.path(), "etc.toml", RCLONE);

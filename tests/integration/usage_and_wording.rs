@@ -1,7 +1,10 @@
 //! What a newcomer types and reads: other tools' names for the attempt
 //! count, the command line as retry shows it, verdicts that name what
 //! decided them, flags that contradict each other, circuits used with other
-//! settings, durations as coreutils `timeout` reads them, and completion.
+//! settings, durations as coreutils `timeout` reads them, completion, and
+//! the slips answered before anything runs: a number or a unit word where
+//! the command goes, other retry tools' flags, and a preset asked for by
+//! the command it serves.
 
 use std::process::Stdio;
 
@@ -280,4 +283,200 @@ fn completion_offers_presets_jitters_and_commands_after_the_separator() {
         .unwrap()
         .stdout;
     assert!(String::from_utf8_lossy(&fish).contains("__retry_complete_command"));
+}
+
+/// `retry ARGS... sh -c TALLY` with `dir` first on PATH: the output and
+/// how many times the command (sh, or a program of `dir`) ran.
+fn slipped(dir: &std::path::Path, args: &[&str]) -> (std::process::Output, usize) {
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = retry_std()
+        .env("PATH", path)
+        .args(args)
+        .args(["sh", "-c", &tally(dir, "ran")])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (output, lines(dir, "ran"))
+}
+
+#[test]
+fn a_number_where_the_command_goes_is_refused_with_the_attempts_it_means() {
+    let dir = scratch();
+    let (output, ran) = slipped(dir.path(), &["-d", "1ms", "3"]);
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(125), "{stderr}");
+    assert_eq!(ran, 0, "nothing runs");
+    assert!(
+        stderr.contains("'3' is where the command goes, and no program 3 is on PATH: did you mean retry -d 1ms -n 3 -- sh -c "),
+        "{stderr}"
+    );
+    // After --, the command is as written: `3` is run and not found.
+    let (output, ran) = slipped(dir.path(), &["-n", "1", "--", "3"]);
+    assert_eq!(output.status.code(), Some(127), "{}", stderr_of(&output));
+    assert_eq!(ran, 0);
+    // A program named 3 on PATH is run.
+    script(
+        dir.path(),
+        "3",
+        &format!("#!/bin/sh\n{}\n", tally(dir.path(), "ran")),
+    );
+    let (output, ran) = slipped(dir.path(), &["3"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(ran, 1);
+}
+
+#[test]
+fn a_unit_word_after_a_duration_is_refused_saying_quote_it() {
+    let dir = scratch();
+    for (args, said) in [
+        (
+            &["--max-time", "2", "minutes", "--"][..],
+            "--max-time 2 minutes: 'minutes' would run as the command, and no program minutes is on PATH: quote it: --max-time '2 minutes' (or --max-time 2m)",
+        ),
+        (
+            &["-T", "30", "sec"],
+            "-T 30 sec: 'sec' would run as the command",
+        ),
+        (&["-d", "1", "h"], "quote it: -d '1 h' (or -d 1h)"),
+    ] {
+        let (output, ran) = slipped(dir.path(), args);
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(125), "{args:?}: {stderr}");
+        assert_eq!(ran, 0, "{args:?}: nothing runs");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+    // Quoted, it runs.
+    let (output, ran) = slipped(dir.path(), &["--max-time", "2 minutes", "--"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(ran, 1);
+    // A program named minutes on PATH is what was meant: it runs.
+    script(
+        dir.path(),
+        "minutes",
+        &format!("#!/bin/sh\n{}\n", tally(dir.path(), "ran")),
+    );
+    let (output, ran) = slipped(dir.path(), &["--max-time", "2", "minutes", "--"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(ran, 2);
+}
+
+#[test]
+fn other_retry_tools_flags_are_answered_with_retrys() {
+    let dir = scratch();
+    for (args, said) in [
+        (
+            &["--max-tries", "3"][..],
+            "unknown flag --max-tries 3: retry's is --attempts 3 (-n 3)",
+        ),
+        (
+            &["--forever"],
+            "unknown flag --forever: retry's is --attempts unlimited (-n unlimited)",
+        ),
+        (
+            &["--interval", "5"],
+            "unknown flag --interval 5: retry's is --delay 5 (-d 5)",
+        ),
+        (
+            &["--wait", "2s"],
+            "unknown flag --wait 2s: retry's is --delay 2s (-d 2s)",
+        ),
+        (
+            &["--sleep=2"],
+            "the same sleep every time is -d 2 -m 1 -j none",
+        ),
+        (
+            &["--retry-delay", "5"],
+            "unknown flag --retry-delay 5: retry's is --delay 5",
+        ),
+        (
+            &["--min-duration", "10ms"],
+            "retry's is --delay 10ms (-d 10ms)",
+        ),
+        (&["--max-duration", "1m"], "retry's is --cap 1m (-c 1m)"),
+        (
+            &["--count", "4"],
+            "unknown flag --count 4: retry's is --attempts 4 (-n 4)",
+        ),
+        (
+            &["-a", "3"],
+            "unknown flag -a 3: retry's is --attempts 3 (-n 3)",
+        ),
+        (
+            &["--retry-max-time", "60"],
+            "retry's is --max-time 60 (-t 60)",
+        ),
+        (
+            &["--retry-on", "75"],
+            "unknown flag --retry-on 75: retry's is --retry-on-exit 75",
+        ),
+        (&["--factor", "3"], "retry's is --multiplier 3 (-m 3)"),
+        (&["--stagger", "5s"], "retry's is --splay 5s"),
+        (&["--until", "fail"], "retry's is --until-failure"),
+        (&["--backoff"], "retry always backs off exponentially"),
+        (
+            &["-attempts=3"],
+            "unknown flag -attempts 3: retry's long flags take two dashes: --attempts 3",
+        ),
+    ] {
+        let (output, ran) = slipped(dir.path(), args);
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(125), "{args:?}: {stderr}");
+        assert_eq!(ran, 0, "{args:?}: nothing runs");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(!stderr.contains("similar argument"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn clap_tips_that_mislead_are_gone_and_near_typos_keep_theirs() {
+    for (flag, misled) in [
+        ("--max-tries", "'--max-time'"),
+        ("--retry-on", "'--retry'"),
+        ("--forever", "'--foreground'"),
+        ("--interval", "'--jitter'"),
+    ] {
+        let (output, attempts) = counted(&[flag, "3"], "exit 0");
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(125), "{stderr}");
+        assert_eq!(attempts, 0);
+        assert!(!stderr.contains("tip:"), "{flag}: {stderr}");
+        assert!(!stderr.contains(misled), "{flag}: {stderr}");
+    }
+    let (output, _) = counted(&["--frobnicate"], "exit 0");
+    assert!(
+        !stderr_of(&output).contains("similar argument"),
+        "{}",
+        stderr_of(&output)
+    );
+    let (output, attempts) = counted(&["--atempts", "3"], "exit 0");
+    let stderr = stderr_of(&output);
+    assert_eq!((output.status.code(), attempts), (Some(125), 0), "{stderr}");
+    assert!(
+        stderr.contains("tip: a similar argument exists: '--attempts'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn preset_show_finds_the_preset_of_a_command() {
+    let output = retry()
+        .args(["--preset", "show", "claude"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert!(
+        text.starts_with("# claude is served by the preset llm.\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n[preset.llm]\n"), "{text}");
+    assert!(text.contains("commands = [\"claude\", "), "{text}");
+    retry()
+        .args(["--preset", "show", "no-such-command"])
+        .assert()
+        .code(125);
 }

@@ -87,6 +87,11 @@ impl Config {
     /// The settings `cli` asks for, in the environment `env`.
     pub(crate) fn from_cli(cli: Cli, env: Env<'_>) -> Result<Config, UsageError> {
         let mode = Mode::of(&cli)?;
+        if mode.is_about_the_command()
+            && let Some(slip) = crate::cli::slips::command_slip(&cli, env)
+        {
+            return Err(UsageError::Slip(slip));
+        }
         let limits = limits::limits(&cli, &mode, env)?;
         let judging = rules::judging(&cli, &mode, env)?;
         let hooks = hooks::hooks(&cli, limits.attempts)?;

@@ -80,6 +80,17 @@ pub(crate) fn start_kept(request: &Request<'_>) -> Option<io::Result<Kept>> {
     }
 }
 
+/// Whether the PATH search of [`start`] would find a file named
+/// `program` in `path` (the PATH the caller read; `/bin:/usr/bin` without
+/// one), or, for a name with a `/`, whether that file exists. A file
+/// found but not executable counts as found: running it says why not.
+pub(crate) fn found_on_path(program: &OsStr, path: Option<&OsStr>) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    exec::candidates(program, path)
+        .iter()
+        .any(|candidate| std::path::Path::new(OsStr::from_bytes(candidate)).is_file())
+}
+
 /// Start the program; its pid, or the errno of what failed.
 pub(crate) fn start(request: &Request<'_>) -> io::Result<Pid> {
     #[cfg(all(target_os = "linux", not(retry_posix)))]

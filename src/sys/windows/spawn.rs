@@ -131,6 +131,12 @@ pub(crate) fn find_program(
         .find(|candidate| candidate.is_file())
 }
 
+/// Whether [`start`] would find `program` on `path` (with the extensions
+/// of this process's `PATHEXT`), or, for a path, whether it names a file.
+pub(crate) fn found_on_path(program: &OsStr, path: Option<&OsStr>) -> bool {
+    find_program(program, path, std::env::var_os("PATHEXT").as_deref()).is_some()
+}
+
 /// Start the program in a job of its own. `NotFound` when it is nowhere.
 pub(crate) fn start(request: Request<'_>) -> io::Result<Started> {
     let from_env = |name: &str| {
