@@ -194,20 +194,8 @@ impl Feeder<'_> {
         }
         let stdin = own_fd(0);
         while !spool.at_eof {
-            if !wait_readable(stdin, cancel) {
+            let Some(count) = read_more(stdin, &mut buffer, cancel)? else {
                 return Ok(());
-            }
-            let count = match crate::sys::fd::read(stdin, &mut buffer) {
-                Ok(count) => count,
-                Err(err)
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                    ) =>
-                {
-                    continue;
-                }
-                Err(err) => return Err(err).context("reading stdin"),
             };
             if count == 0 {
                 spool.at_eof = true;
@@ -231,6 +219,29 @@ impl Feeder<'_> {
     }
 }
 
+/// The next bytes of `stdin` into `buffer`, waiting for them: how many (0
+/// at its end), or `None` when `cancel` fired first.
+fn read_more(
+    stdin: BorrowedFd<'_>,
+    buffer: &mut [u8],
+    cancel: BorrowedFd<'_>,
+) -> Result<Option<usize>> {
+    loop {
+        if !wait_readable(stdin, cancel) {
+            return Ok(None);
+        }
+        match crate::sys::fd::read(stdin, buffer) {
+            Ok(count) => return Ok(Some(count)),
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) => {}
+            Err(err) => return Err(err).context("reading stdin"),
+        }
+    }
+}
+
 impl Spool {
     /// Read the rest of our stdin into the spool, to its end (hedged
     /// attempts: every copy is given all of it); false when `cancel` (a
@@ -239,20 +250,8 @@ impl Spool {
         let stdin = own_fd(0);
         let mut buffer = vec![0u8; CHUNK];
         while !self.at_eof {
-            if !wait_readable(stdin, cancel) {
+            let Some(count) = read_more(stdin, &mut buffer, cancel)? else {
                 return Ok(false);
-            }
-            let count = match crate::sys::fd::read(stdin, &mut buffer) {
-                Ok(count) => count,
-                Err(err)
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                    ) =>
-                {
-                    continue;
-                }
-                Err(err) => return Err(err).context("reading stdin"),
             };
             if count == 0 {
                 self.at_eof = true;
