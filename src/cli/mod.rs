@@ -52,13 +52,22 @@ pub(crate) enum StdinMode {
     Null,
 }
 
+/// `--circuit-mode`: how a circuit decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CircuitMode {
+    /// Open after --circuit-threshold failed runs in a row; refuse every run until a cooldown has passed, then probe with one
+    Breaker,
+    /// Client-side throttling: reject a run locally with probability max(0, (requests - K x accepts) / (requests + 1)) over --circuit-window
+    Adaptive,
+}
+
 const BACKOFF: &str = "Backoff";
 const LIMITS: &str = "Limits";
 const CLASSIFY: &str = "Classifying an attempt";
 const IO: &str = "Input and output";
 const PROCESS: &str = "Processes";
 const REPORTING: &str = "Reporting";
-const CIRCUIT: &str = "Circuit breaker (across runs)";
+const CIRCUIT: &str = "Circuit: breaker or adaptive throttling (across runs)";
 const BUDGET: &str = "Retry budget (across runs and hosts)";
 const STATE: &str = "Shared state (circuits and budgets)";
 const HOOKS: &str = "Hooks and conditions";
@@ -261,27 +270,39 @@ pub(crate) struct Cli {
     pub(crate) generate: Option<GenerateKind>,
 
     // ---- Circuit breaker ----
-    /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
+    /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed (--circuit-mode adaptive: throttle instead)
     #[arg(long, value_name = "NAME", value_parser = parse_state_name, allow_hyphen_values = true, help_heading = CIRCUIT)]
     pub(crate) circuit: Option<String>,
 
-    /// Failed runs in a row that open the circuit
-    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
-    pub(crate) circuit_threshold: u32,
+    /// How the circuit decides: breaker (open, cooldown, one probe) or adaptive (reject runs locally with a probability that grows as the backend's accepts fall behind the requests, Google SRE's client-side throttling) [default: breaker]
+    #[arg(long, value_name = "MODE", help_heading = CIRCUIT)]
+    pub(crate) circuit_mode: Option<CircuitMode>,
 
-    /// How long an opened circuit refuses runs before one run may probe
-    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub(crate) circuit_cooldown: Duration,
+    /// Failed runs in a row that open the circuit (breaker) [default: 3]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
+    pub(crate) circuit_threshold: Option<u32>,
 
-    /// Largest cooldown: each failed probe doubles it up to this
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub(crate) circuit_max_cooldown: Duration,
+    /// How long an opened circuit refuses runs before one run may probe (breaker) [default: 1m]
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_cooldown: Option<Duration>,
 
-    /// Print the circuit's state (closed, open, half-open; failures; until when) and exit 0
+    /// Largest cooldown: each failed probe doubles it up to this (breaker) [default: 1h]
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_max_cooldown: Option<Duration>,
+
+    /// Adaptive: the backend receives about K times what it accepts before runs are rejected locally; 1 <= K <= 1000, lower throttles sooner [default: 2]
+    #[arg(long, value_name = "K", allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_k: Option<f64>,
+
+    /// Adaptive: how long requests and accepts are counted, 1s to 24h (kept as 12 buckets, so old counts age out) [default: 2m]
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_window: Option<Duration>,
+
+    /// Print the circuit's state (closed, open, half-open; failures; until when; adaptive: requests, accepts, the rejection probability) and exit 0
     #[arg(long, requires = "circuit", conflicts_with = "circuit_reset", help_heading = CIRCUIT)]
     pub(crate) circuit_status: bool,
 
-    /// Close the circuit and forget its failures, then exit 0
+    /// Close the circuit and forget its failures (adaptive: its requests and accepts), then exit 0
     #[arg(long, requires = "circuit", help_heading = CIRCUIT)]
     pub(crate) circuit_reset: bool,
 
@@ -340,10 +361,13 @@ pub(crate) struct Cli {
 
 /// Flags that only a circuit (or a budget) reads, and what must be named
 /// for them to mean anything; without it they would be ignored silently.
-const NEEDS_A_STORE: [(&str, &str, &[&str]); 7] = [
+const NEEDS_A_STORE: [(&str, &str, &[&str]); 10] = [
+    ("circuit_mode", "a circuit", &["circuit"]),
     ("circuit_threshold", "a circuit", &["circuit"]),
     ("circuit_cooldown", "a circuit", &["circuit"]),
     ("circuit_max_cooldown", "a circuit", &["circuit"]),
+    ("circuit_k", "a circuit", &["circuit"]),
+    ("circuit_window", "a circuit", &["circuit"]),
     ("state_dir", "a circuit or a budget", &["circuit", "budget"]),
     ("state_url", "a circuit or a budget", &["circuit", "budget"]),
     ("state_ca", "a circuit or a budget", &["circuit", "budget"]),
