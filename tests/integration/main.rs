@@ -6,6 +6,7 @@
 // A test that cannot run here says why on stderr.
 #![allow(clippy::print_stderr)]
 
+mod adaptive_throttling;
 mod budget;
 mod ci;
 mod circuit;
