@@ -204,6 +204,7 @@ impl AdaptiveState {
             if bucket.0 > latest {
                 bucket.0 = now_ms;
             }
+            bucket.0 = bucket.0.min(LATEST_MS);
             bucket.0 -= bucket.0 % width;
             if !live(bucket.start(), width, now_ms) {
                 continue;
@@ -584,6 +585,69 @@ mod tests {
                 accepts: u64::MAX,
             };
             record(&mut state, &settings(), now, now, tally);
+        }
+    }
+
+    /// Numbers a hostile or broken writer might store.
+    fn extreme() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::json;
+        prop_oneof![
+            Just(json!(0)),
+            Just(json!(1)),
+            Just(json!(-1)),
+            Just(json!(LATEST_MS)),
+            Just(json!(LATEST_MS + 1)),
+            Just(json!(MOST_COUNT)),
+            Just(json!(MOST_COUNT + 1)),
+            Just(json!(u64::MAX)),
+            Just(json!(1e300)),
+            Just(json!(f64::NAN.to_string())),
+            Just(json!(null)),
+            any::<u64>().prop_map(|n| json!(n)),
+            (0..=LATEST_MS).prop_map(|n| json!(n)),
+            (0..=1000u64).prop_map(|n| json!(n)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Whatever is stored, what decodes is in range, and every use of
+        /// it (at any time, with any settings) never panics and gives a
+        /// probability in [0, 1).
+        #[test]
+        fn whatever_is_stored_never_panics(
+            width in extreme(),
+            buckets in proptest::collection::vec(
+                proptest::collection::vec(extreme(), 0..6), 0..30),
+            k in extreme(),
+            updated in extreme(),
+            window_s in 1u64..=86_400,
+            given_k in 1.0f64..=1000.0,
+        ) {
+            let bytes = serde_json::to_vec(&serde_json::json!({
+                "bucket_ms": width, "buckets": buckets, "k": k, "updated_ms": updated,
+            })).unwrap();
+            let Ok(state) = crate::state::store::decode::<AdaptiveState>(&bytes) else {
+                return Ok(());
+            };
+            proptest::prop_assert_eq!(state.check(), Ok(()));
+            let s = Settings { k: given_k, window: Duration::from_secs(window_s) };
+            for now in [0, 1, LATEST_MS, u64::MAX] {
+                let mut state = state.clone();
+                let p = probability(state.counts(now), given_k);
+                proptest::prop_assert!((0.0..1.0).contains(&p));
+                let judged = admit(&mut state, &s, now, 0.5);
+                proptest::prop_assert!((0.0..1.0).contains(&judged.probability));
+                let tally = Tally { attempts: 3, accepts: 1 };
+                record(&mut state, &s, now, now, tally);
+                record(&mut state, &s, now, 0, Tally { attempts: 0, accepts: 0 });
+                proptest::prop_assert!(state.buckets.len() <= MOST_BUCKETS);
+                if now <= LATEST_MS {
+                    proptest::prop_assert_eq!(state.check(), Ok(()), "{:?}", state);
+                }
+            }
         }
     }
 

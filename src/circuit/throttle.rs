@@ -141,8 +141,8 @@ impl Throttle {
     }
 
     /// `--circuit-status`: the window's counts and the probability now.
-    /// Only read; counted in the stored buckets' width, with this command
-    /// line's K.
+    /// Only read; counted in the stored buckets (the window of the run that
+    /// stored them), with this command line's K.
     pub(crate) fn status(&self) -> Result<String> {
         let read = read_record::<AdaptiveState, _>(&*self.store, &self.name)?;
         let state = read.state;
@@ -153,8 +153,11 @@ impl Throttle {
         if let Some(warning) = read.warning {
             text.push_str(&format!("warning: {warning}\n"));
         }
-        if let Some(mismatch) = self.mismatch(&state) {
-            text.push_str(&format!("warning: {mismatch}\n"));
+        if let Some((stored, given)) = self.differs(&state) {
+            text.push_str(&format!(
+                "warning: circuit {} was stored with {stored}; counted in its window, with this command line's K ({given})\n",
+                self.name
+            ));
         }
         let doing = if probability > 0.0 {
             format!(
@@ -165,12 +168,14 @@ impl Throttle {
             "not throttling".to_string()
         };
         text.push_str(&format!("circuit {} (adaptive): {doing}\n", self.name));
+        // Counted in the stored buckets: the window they make.
+        let window = match state.bucket_ms {
+            0 => self.window(),
+            width => human(Duration::from_millis(width * adaptive::BUCKETS)),
+        };
         text.push_str(&format!(
-            "in the last {}: {} requests, {} accepts, {} runs rejected locally\n",
-            self.window(),
-            counts.requests,
-            counts.accepts,
-            counts.rejected
+            "in the last {window}: {} requests, {} accepts, {} runs rejected locally\n",
+            counts.requests, counts.accepts, counts.rejected
         ));
         text.push_str(&format!(
             "rejection probability: {} = {} (K {k})\n",
@@ -198,21 +203,24 @@ impl Throttle {
         )
     }
 
-    /// Said at the start of a run whose K or window differ from those the
-    /// last run stored: this run's apply (its window rebuckets the counts).
-    pub(crate) fn mismatch(&self, stored: &AdaptiveState) -> Option<String> {
+    /// The settings `stored` was written with, when they differ from
+    /// those given: (stored, given), as the flags write them.
+    fn differs(&self, stored: &AdaptiveState) -> Option<(String, String)> {
         let k = stored.k?;
         let window = Duration::from_millis(stored.bucket_ms * adaptive::BUCKETS);
         let given = &self.settings;
         let differs = (k - given.k).abs() > f64::EPSILON || stored.bucket_ms != given.bucket_ms();
-        differs.then(|| {
-            format!(
-                "circuit {} was stored with {}; this run uses {} and stores them (give every run that names the circuit the same settings)",
-                self.name,
-                describe(k, window),
-                describe(given.k, given.window)
-            )
-        })
+        differs.then(|| (describe(k, window), describe(given.k, given.window)))
+    }
+
+    /// Said at the start of a run whose K or window differ from those the
+    /// last run stored: this run's apply (its window rebuckets the counts).
+    pub(crate) fn mismatch(&self, stored: &AdaptiveState) -> Option<String> {
+        let (stored, given) = self.differs(stored)?;
+        Some(format!(
+            "circuit {} was stored with {stored}; this run uses {given} and stores them (give every run that names the circuit the same settings)",
+            self.name
+        ))
     }
 
     /// The message for a run rejected locally.
