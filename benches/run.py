@@ -13,6 +13,8 @@
                                       # rewrites only their part of BENCHMARKS.md
     python3 benches/run.py --only fleet-cluster  # the fleet section again, in a
                                       # Redis Cluster beside one server
+    python3 benches/run.py --only adaptive       # adaptive throttling's load on
+                                      # a backend; docs/adaptive-throttling.png
 
 Sections: one (a single successful attempt), attempts (per-attempt cost),
 scan (scanning throughput and memory), patterns (scanning with 50 Unicode
@@ -25,7 +27,11 @@ concurrent runs against a local server that is down or fails 10% of
 requests, with and without a retry budget), fleet (500 concurrent runs on
 two "hosts" sharing one budget and one circuit in a real redis-server: the
 counts must add up exactly; the store exchange's p50/p99), fleet-cluster (the
-same in a 3-master Redis Cluster, beside one redis-server, in one session).
+same in a 3-master Redis Cluster, beside one redis-server, in one session),
+adaptive (issue 37: 20 runs a second on two "hosts" sharing one
+redis-server against a backend that accepts only part of its load, with no
+guard, the retry budget, adaptive throttling and both; the requests the
+backend receives beside the SRE book's expectation, and a plot).
 
 Every figure is a median over several runs; wall time comes from a monotonic
 clock around posix_spawn/wait4, peak RSS from wait4's rusage (the largest
@@ -1039,6 +1045,215 @@ def bench_fleet_cluster(report, runs, count=500):
     report.add(f"Retry budget at fleet scale in a Redis Cluster: {count} concurrent runs, two hosts", "\n".join(rows))
 
 
+# Issue 37's experiment: adaptive client-side throttling against a backend
+# that accepts only part of its load. K and the window of every adaptive
+# run; the window is short so that the experiment sees several of them.
+ADAPTIVE_K = 2.0
+ADAPTIVE_WINDOW_S = 10
+ADAPTIVE_SCENARIOS = (
+    ("capacity", 5, "an overloaded backend: accepts at most 5 requests a second, 503 to the rest"),
+    ("fraction", 0.3, "a backend that accepts 30% of requests at random, whatever the load (503 to the rest)"),
+    ("fraction", 0.1, "a backend that accepts 10% of requests at random"),
+)
+ADAPTIVE_GUARDS = {
+    "budget": ["--budget", "{name}"],
+    "adaptive": ["--circuit", "{name}", "--circuit-mode", "adaptive", "--circuit-window", f"{ADAPTIVE_WINDOW_S}s"],
+}
+# (label, attempts a run, guards)
+ADAPTIVE_VARIANTS = (
+    ("no guard", 3, ()),
+    ("retry budget", 3, ("budget",)),
+    ("adaptive", 3, ("adaptive",)),
+    ("retry budget + adaptive", 3, ("budget", "adaptive")),
+    ("adaptive, -n 1", 1, ("adaptive",)),
+)
+
+def start_overload_server(mode, value):
+    """The flaky server as a backend that accepts at most `value` requests
+    a second (`capacity`), or a share `value` of them (`fraction`)."""
+    load = ["0", "37", "--capacity", str(value)] if mode == "capacity" else [str(1 - value), "37"]
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "benches", "flaky_server.py"), *load], stdout=subprocess.PIPE, text=True)
+    return server, int(server.stdout.readline())
+
+
+def http_get(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as reply:
+        return reply.read().decode()
+
+
+def fixed_point(mode, value):
+    """Where the SRE book's rule settles when each run is one request (-n
+    1): the backend receives about K x accepts (+1 a window). Against a
+    capacity C, that is K x C; against a backend that accepts a fixed share
+    a < 1/K of what it receives, accepts fall with the requests, and the
+    only fixed point is about 1 / (1 - K a) requests a window: all but a
+    trickle of the runs are rejected locally (a >= 1/K: none are)."""
+    if mode == "capacity":
+        return f"K x {value:g}/s = {ADAPTIVE_K * value:g}/s"
+    if ADAPTIVE_K * value >= 1:
+        return "no throttling (a >= 1/K)"
+    per_window = 1 / (1 - ADAPTIVE_K * value)
+    return f"1 / (1 - K a) = {per_window:.2f} a {ADAPTIVE_WINDOW_S} s window, {per_window / ADAPTIVE_WINDOW_S:.2f}/s"
+
+
+def simulate_rule(mode, value, rate, seconds, steady, runs=200):
+    """The SRE book's rule alone, simulated: `rate` runs a second of one
+    request each for `seconds`, an exact sliding window, the backend of
+    `mode`; the backend requests a second over the `steady` seconds of
+    each of `runs` runs: (median, 5th, 95th percentile). With a few
+    requests a window the rule is noisy; this says how noisy."""
+    import random
+    from collections import deque
+
+    rng = random.Random(37)
+    results = []
+    for _ in range(runs):
+        events, requests, accepts, sent = deque(), 0, 0, 0
+        second, accepted_in_second = -1, 0
+        for n in range(rate * seconds):
+            now = n / rate
+            while events and events[0][0] + ADAPTIVE_WINDOW_S <= now:
+                _, accepted = events.popleft()
+                requests -= 1
+                accepts -= accepted
+            rejected = rng.random() < max(0.0, (requests - ADAPTIVE_K * accepts) / (requests + 1))
+            accepted = 0
+            if not rejected:
+                if int(now) != second:
+                    second, accepted_in_second = int(now), 0
+                accepted = accepted_in_second < value if mode == "capacity" else rng.random() < value
+                accepted_in_second += accepted
+                sent += steady[0] <= now < steady[1]
+            events.append((now, int(accepted)))
+            requests += 1
+            accepts += accepted
+        results.append(sent / (steady[1] - steady[0]))
+    return percentile(results, 50), percentile(results, 5), percentile(results, 95)
+
+
+def adaptive_phase(port, url, hosts, attempts, flags, rate, seconds, log):
+    """An open loop: `rate` retry runs a second for `seconds`, alternately on
+    the two "hosts" (state directories, the same redis-server), each one
+    `curl` against the overload server with at most 3 attempts. Returns the
+    exit statuses, the backend's (requests, accepts) per second, and the
+    launch rate achieved. (The state flags only with a guard: alone they
+    are a usage error.)"""
+    http_get(port, "/reset")
+    start = time.monotonic()
+    running, codes = [], []
+    for i in range(rate * seconds):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        state = ["--state-url", url, "--state-timeout", "5s", "--state-dir", hosts[i % 2]] if flags else []
+        argv = [
+            RETRY, "-q", "--log-format", "json", "--log-file", log, "-n", str(attempts), "-d", "100ms", "-c", "1s", "--max-time", "10s",
+            *flags, *state, "--", "curl", "-fsS", "-o", "/dev/null", f"http://127.0.0.1:{port}/",
+        ]
+        running.append(subprocess.Popen(argv, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        still = []
+        for proc in running:
+            if proc.poll() is None:
+                still.append(proc)
+            else:
+                codes.append(proc.returncode)
+        running = still
+    launched = time.monotonic() - start
+    codes += [proc.wait() for proc in running]
+    series = json.loads(http_get(port, "/series"))["seconds"]
+    # Seconds after the last request that reached the backend: none.
+    series += [[0, 0]] * (seconds - len(series))
+    return codes, series, rate * seconds / launched
+
+
+def ensure_matplotlib():
+    """A Python with matplotlib: a virtual environment under target/ (made
+    once, from PyPI), so nothing is installed on the system."""
+    venv = os.path.join(ROOT, "target", "bench-venv")
+    python = os.path.join(venv, "bin", "python")
+    ready = os.path.exists(python) and subprocess.run([python, "-c", "import matplotlib"], capture_output=True).returncode == 0
+    if not ready:
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "matplotlib>=3.8"], check=True)
+    return python
+
+
+def bench_adaptive(report, quick, plot_path):
+    """Issue 37: the load on a backend that accepts only part of it, with
+    the retry budget alone and with adaptive throttling, beside the SRE
+    book's expectation; and a plot of it."""
+    rate, seconds = (20, 20) if quick else (20, 40)
+    steady = (ADAPTIVE_WINDOW_S + 5, seconds)
+    scenarios = ADAPTIVE_SCENARIOS[:2] if quick else ADAPTIVE_SCENARIOS
+    redis, redis_port = start_redis()
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    rows = [
+        f"| backend | guard | backend requests/s (s {steady[0]}-{steady[1]}) | accepted/s | requests / accepts | K x accepted/s | runs rejected locally | runs that succeeded | requests in all | runs started/s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    results = {"rate": rate, "k": ADAPTIVE_K, "window_s": ADAPTIVE_WINDOW_S, "scenarios": []}
+    warnings, points = 0, []
+    try:
+        with tempfile.TemporaryDirectory(prefix="retry-bench-") as a, tempfile.TemporaryDirectory(prefix="retry-bench-") as b, tempfile.TemporaryDirectory(prefix="retry-bench-") as logs:
+            for number, (mode, value, title) in enumerate(scenarios):
+                server, port = start_overload_server(mode, value)
+                backend = "capacity 5/s" if mode == "capacity" else f"accepts {value:.0%}"
+                median, low, high = simulate_rule(mode, value, rate, seconds, steady)
+                points.append(
+                    f"{backend}: in the long run {fixed_point(mode, value)}; the rule simulated for these {seconds} s (seconds {steady[0]}-{steady[1]}, 200 times) "
+                    f"{median:.2f}/s, 5-95 % {low:.2f}-{high:.2f}/s"
+                )
+                scenario = {"title": title, "variants": {}}
+                try:
+                    for label, attempts, guards in ADAPTIVE_VARIANTS:
+                        name = f"adaptive-{number}-{len(scenario['variants'])}"
+                        log = os.path.join(logs, name)
+                        flags = [part.format(name=name) for guard in guards for part in ADAPTIVE_GUARDS[guard]]
+                        codes, series, launch_rate = adaptive_phase(port, url, [a, b], attempts, flags, rate, seconds, log)
+                        scenario["variants"][label] = {"seconds": series}
+                        events = json_events(log) if os.path.exists(log) else []
+                        warned = sum(1 for e in events if e.get("event") == "warning")
+                        warnings += warned
+                        window = series[steady[0]:steady[1]]
+                        span = max(len(window), 1)
+                        requests = sum(s[0] for s in window) / span
+                        accepts = sum(s[1] for s in window) / span
+                        ratio = f"{requests / accepts:.2f}" if accepts else "-"
+                        row = (
+                            f"| {backend} | {label} | **{requests:.2f}** | {accepts:.2f} | {ratio} | {ADAPTIVE_K * accepts:.2f} "
+                            f"| {codes.count(75)} of {len(codes)} | {codes.count(0)} | {sum(s[0] for s in series)} | {launch_rate:.1f} |"
+                        )
+                        rows.append(row)
+                        print(row + (f" ({warned} warnings)" if warned else ""), flush=True)
+                finally:
+                    server.terminate()
+                    server.wait()
+                results["scenarios"].append(scenario)
+    finally:
+        redis.terminate()
+        redis.wait()
+    # The figures, kept for plotting again: plot_adaptive.py DATA PNG.
+    data = os.path.join(ROOT, "target", "bench-adaptive.json")
+    with open(data, "w") as f:
+        json.dump(results, f)
+    subprocess.run([ensure_matplotlib(), os.path.join(ROOT, "benches", "plot_adaptive.py"), data, plot_path], check=True)
+    print(f"plot: {plot_path} (from {data})", flush=True)
+    rows += [
+        "",
+        f"- each second for {seconds} s, {rate} `retry -q -n 3 -d 100ms -c 1s --max-time 10s [guard] --state-url redis://127.0.0.1:PORT/0 --state-dir HOST -- curl -fsS -o /dev/null http://127.0.0.1:PORT/` "
+        f"are started (an open loop: a run does not wait for another; `-n 1` in the last row of each backend), HOST alternating between two directories, one redis-server; "
+        f"curl's preset makes a 503 transient. Guards: the retry budget at its defaults (`--budget NAME`: ratio 0.2, burst 10, 1/min); "
+        f"adaptive throttling `--circuit NAME --circuit-mode adaptive --circuit-window {ADAPTIVE_WINDOW_S}s` (K {ADAPTIVE_K:g}); "
+        f"fresh names for every row. The backend (`benches/flaky_server.py`, `--capacity 5` or a fail rate) counts what it receives and accepts each second; "
+        f"the rates are means over seconds {steady[0]}-{steady[1]}, after the first window; `requests in all` counts until the last run ended. Store warnings in all runs: {warnings}.",
+        f"- the SRE book's expectation: the backend receives about K x what it accepts (the `K x accepted/s` column beside `backend requests/s`), "
+        f"as the rule has it when every run is one request (`-n 1`); for the `-n 1` rows: " + "; ".join(points) + ". "
+        f"Retries inside a run are requests the rule does not see coming (it decides once a run), so without a budget they push the load above K x accepts.",
+        f"- the plot: `{os.path.relpath(plot_path, ROOT)}`, per second (a 5-second moving average; logarithmic above 1 request a second, linear below). Reproduce with `python3 benches/run.py --only adaptive`.",
+    ]
+    report.add(f"Adaptive throttling: {rate} runs a second against a backend that accepts only part of them", "\n".join(rows))
+
+
 def bench_sim(report):
     out = subprocess.run(["cargo", "bench", "--quiet", "--bench", "contention"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     report.add("Contention simulation (Brooker's model, retry's own backoff code)", out.strip())
@@ -1065,6 +1280,7 @@ GROUPS = {
     "one,attempts,peers,scan,patterns,replay,sleep,occ,sim": ("<!-- generated by benches/run.py -->", "<!-- end generated -->"),
     "budget,fleet": ("<!-- generated by benches/run.py --only budget,fleet -->", "<!-- end generated budget -->"),
     "fleet-cluster": ("<!-- generated by benches/run.py --only fleet-cluster -->", "<!-- end generated fleet-cluster -->"),
+    "adaptive": ("<!-- generated by benches/run.py --only adaptive -->", "<!-- end generated adaptive -->"),
 }
 
 
@@ -1090,7 +1306,7 @@ def main():
     else:
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     reports = {group: Report() for group in GROUPS}
-    report, budget_report, cluster_report = reports.values()
+    report, budget_report, cluster_report, adaptive_report = reports.values()
     size = (256 << 20) if args.quick else GIB
     runs = 5 if args.quick else 15
     if "one" in only:
@@ -1122,6 +1338,11 @@ def main():
         bench_fleet(budget_report, 1 if args.quick else 3)
     if "fleet-cluster" in only:
         bench_fleet_cluster(cluster_report, 1 if args.quick else 3)
+    if "adaptive" in only:
+        plot = os.path.join(ROOT, "docs", "adaptive-throttling.png")
+        if args.quick or args.binary:
+            plot = os.path.join(tempfile.gettempdir(), "retry-adaptive-throttling.png")
+        bench_adaptive(adaptive_report, args.quick, plot)
     if args.quick or args.binary or compare or args.runs:
         return
     path = os.path.join(ROOT, "BENCHMARKS.md")

@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -d -m -c -j -t -T -o -q -v -h -V --attempts --delay --throttle-delay --multiplier --cap --jitter --splay --max-time --timeout --kill-after --retry-on-exit --stop-on-exit --retry-on-output --stop-on-output --stop-on-timeout --scan-stdout --preset --retry-after --max-retry-after --stdin --buffer-stdout --output --foreground --on-retry --on-give-up --success-on-exit --until-output --until-failure --successes --give-up-exit --hedge-after --hedges --reset-after --quiet --verbose --log-format --color --log-file --explain --metrics-file --name --generate --circuit --circuit-threshold --circuit-cooldown --circuit-max-cooldown --circuit-status --circuit-reset --budget --budget-ratio --budget-min --budget-burst --budget-status --budget-reset --state-dir --state-url --state-ca --state-timeout --help --version"
+            opts="-n -d -m -c -j -t -T -o -q -v -h -V --attempts --delay --throttle-delay --multiplier --cap --jitter --splay --max-time --timeout --kill-after --retry-on-exit --stop-on-exit --retry-on-output --stop-on-output --stop-on-timeout --scan-stdout --preset --retry-after --max-retry-after --stdin --buffer-stdout --output --foreground --on-retry --on-give-up --success-on-exit --until-output --until-failure --successes --give-up-exit --hedge-after --hedges --reset-after --quiet --verbose --log-format --color --log-file --explain --metrics-file --name --generate --circuit --circuit-mode --circuit-threshold --circuit-cooldown --circuit-max-cooldown --circuit-k --circuit-window --circuit-status --circuit-reset --budget --budget-ratio --budget-min --budget-burst --budget-status --budget-reset --state-dir --state-url --state-ca --state-timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -197,6 +197,10 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --circuit-mode)
+                    COMPREPLY=($(compgen -W "breaker adaptive" -- "${cur}"))
+                    return 0
+                    ;;
                 --circuit-threshold)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -206,6 +210,14 @@ _retry() {
                     return 0
                     ;;
                 --circuit-max-cooldown)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit-k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit-window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -76,10 +76,14 @@ zsh\t''
 fish\t''
 elvish\t''
 powershell\t''"
-complete -c retry -l circuit -d 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed' -r
-complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit' -r
-complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe' -r
-complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this' -r
+complete -c retry -l circuit -d 'Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed (--circuit-mode adaptive: throttle instead)' -r
+complete -c retry -l circuit-mode -d 'How the circuit decides: breaker (open, cooldown, one probe) or adaptive (reject runs locally with a probability that grows as the backend\'s accepts fall behind the requests, Google SRE\'s client-side throttling) [default: breaker]' -r -f -a "breaker\t'Open after --circuit-threshold failed runs in a row; refuse every run until a cooldown has passed, then probe with one'
+adaptive\t'Client-side throttling: reject a run locally with probability max(0, (requests - K x accepts) / (requests + 1)) over --circuit-window'"
+complete -c retry -l circuit-threshold -d 'Failed runs in a row that open the circuit (breaker) [default: 3]' -r
+complete -c retry -l circuit-cooldown -d 'How long an opened circuit refuses runs before one run may probe (breaker) [default: 1m]' -r
+complete -c retry -l circuit-max-cooldown -d 'Largest cooldown: each failed probe doubles it up to this (breaker) [default: 1h]' -r
+complete -c retry -l circuit-k -d 'Adaptive: the backend receives about K times what it accepts before runs are rejected locally; 1 <= K <= 1000, lower throttles sooner [default: 2]' -r
+complete -c retry -l circuit-window -d 'Adaptive: how long requests and accepts are counted, 1s to 24h (kept as 12 buckets, so old counts age out) [default: 2m]' -r
 complete -c retry -l budget -d 'Share retry budget NAME: each retry (attempt 2 and later) takes a whole token from a bucket that first attempts and time fill; with none left the run does not retry' -r
 complete -c retry -l budget-ratio -d 'Tokens each run\'s first attempt deposits: retries add at most this share of the first attempts\' load (also 20%) [default: 0.2]' -r
 complete -c retry -l budget-min -d 'Tokens that flow in with time, N/UNIT (10/s, 1/min, 30/h), so a lone job can still retry now and then [default: 1/min]' -r
@@ -97,8 +101,8 @@ complete -c retry -l until-failure -d 'The inverse run, to hunt a flaky failure:
 complete -c retry -s q -l quiet -d 'Only retry\'s own errors, and warnings about settings not taken as given or a circuit or budget store that cannot be used; nothing per attempt'
 complete -c retry -s v -l verbose -d 'Also the policy at start and every attempt\'s start'
 complete -c retry -l explain -d 'Print the schedule this policy produces and exit without running anything'
-complete -c retry -l circuit-status -d 'Print the circuit\'s state (closed, open, half-open; failures; until when) and exit 0'
-complete -c retry -l circuit-reset -d 'Close the circuit and forget its failures, then exit 0'
+complete -c retry -l circuit-status -d 'Print the circuit\'s state (closed, open, half-open; failures; until when; adaptive: requests, accepts, the rejection probability) and exit 0'
+complete -c retry -l circuit-reset -d 'Close the circuit and forget its failures (adaptive: its requests and accepts), then exit 0'
 complete -c retry -l budget-status -d 'Print the budget\'s tokens and settings and exit 0'
 complete -c retry -l budget-reset -d 'Refill the budget and store the settings given (or the defaults), then exit 0'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'

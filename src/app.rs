@@ -11,8 +11,7 @@ use clap::CommandFactory;
 use clap::error::ErrorKind;
 
 use crate::budget::Budget;
-use crate::circuit::breaker::{Admission, RunResult};
-use crate::circuit::{self, Circuit};
+use crate::circuit::{self, Gatekeeper};
 use crate::cli::config::{Config, Mode, ReportFlags};
 use crate::cli::{Cli, Env};
 use crate::cli::{early, explain, generate};
@@ -175,21 +174,15 @@ fn answer(config: &Config, env: Env<'_>, run_id: &str) -> ExitStatus {
                 ExitStatus::STATE_FAILED,
             ),
         },
-        Mode::CircuitReset => {
-            match open_circuit(config, Access::Update).and_then(|c| c.reset().map(|_| c)) {
-                Ok(circuit) => print(
-                    settings,
-                    run_id,
-                    format!("circuit {} reset: closed\n", circuit.name).as_bytes(),
-                ),
-                Err(err) => fail(
-                    settings,
-                    run_id,
-                    &format!("--circuit-reset: {err:#}"),
-                    ExitStatus::STATE_FAILED,
-                ),
-            }
-        }
+        Mode::CircuitReset => match open_circuit(config, Access::Update).and_then(|c| c.reset()) {
+            Ok(text) => print(settings, run_id, text.as_bytes()),
+            Err(err) => fail(
+                settings,
+                run_id,
+                &format!("--circuit-reset: {err:#}"),
+                ExitStatus::STATE_FAILED,
+            ),
+        },
         Mode::BudgetStatus => match open_budget(config, Access::Read).and_then(|b| b.status()) {
             Ok(text) => print(settings, run_id, text.as_bytes()),
             Err(err) => fail(
@@ -246,7 +239,7 @@ fn open_budget(config: &Config, access: Access) -> anyhow::Result<Budget> {
     Budget::open(settings, access)
 }
 
-fn open_circuit(config: &Config, access: Access) -> anyhow::Result<Circuit> {
+fn open_circuit(config: &Config, access: Access) -> anyhow::Result<Gatekeeper> {
     let settings = config
         .circuit
         .as_ref()
@@ -303,10 +296,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
         }
     };
     if let (Some(circuit), true) = (&circuit, admitted) {
-        // A run that failed on its own error (not the command's) says
-        // nothing about the dependency, and gives back a probe it claimed.
-        let result = result.as_ref().map_or(RunResult::Aborted, run_result);
-        record(circuit, result, &mut reporter);
+        record(circuit, result.as_ref().ok(), &mut reporter);
     }
     match result {
         Ok(summary) => {
@@ -336,7 +326,7 @@ fn run_command(config: &Config, run_id: &str) -> ExitStatus {
 /// used never stops the job: retry warns (also under -q), and runs as if
 /// there were no circuit or budget (as when Redis is down); the `done`
 /// event and the metrics say they were not in force.
-fn open_guards(config: &Config, reporter: &mut Reporter) -> (Option<Circuit>, Option<Budget>) {
+fn open_guards(config: &Config, reporter: &mut Reporter) -> (Option<Gatekeeper>, Option<Budget>) {
     let circuit = config.circuit.as_ref().and_then(|settings| {
         reporter.guarded_by(Guard::Circuit, &settings.name);
         circuit::open(settings, Access::Update)
@@ -373,19 +363,21 @@ enum Gate {
 
 /// Ask the circuit whether the run may go ahead; `give_up_exit` is
 /// `--give-up-exit`, the status of a refusal when given.
-fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -> Gate {
+fn admit(circuit: &Gatekeeper, give_up_exit: Option<u8>, reporter: &mut Reporter) -> Gate {
     let started = std::time::Instant::now();
     match circuit.admit() {
-        Ok(decision) => {
-            if let Some(warning) = &decision.warning {
+        Ok(verdict) => {
+            if let Some(warning) = &verdict.store_warning {
                 reporter.lasting_warning(warning::CIRCUIT, warning);
             }
-            if let Some(warning) = circuit.settings_mismatch(&decision.state) {
-                reporter.warning(warning::CIRCUIT, &warning);
+            if let Some(warning) = &verdict.mismatch {
+                reporter.warning(warning::CIRCUIT, warning);
             }
-            reporter.policy(&circuit.summary(&decision.state));
-            if let Admission::Refuse { until_ms, probing } = decision.admission {
-                let message = circuit.refusal(until_ms, probing, &decision.state);
+            reporter.policy(&verdict.summary);
+            if let Some(throttled) = verdict.throttled {
+                reporter.throttled(throttled);
+            }
+            if let Some(message) = verdict.refusal {
                 let status = End::CircuitOpen.exit_status(give_up_exit);
                 reporter.circuit_open(&message, status.as_number(), started.elapsed());
                 return Gate::Refused(RunSummary {
@@ -397,7 +389,7 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
                 });
             }
             Gate::Admitted {
-                probing: decision.admission == Admission::Probe,
+                probing: verdict.probing,
             }
         }
         // A signal cut the wait short: the run ends on it before anything
@@ -408,7 +400,7 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
                 Guard::Circuit,
                 &format!(
                     "circuit {}: {err:#}; running as if it were closed",
-                    circuit.name
+                    circuit.name()
                 ),
             );
             Gate::Unchecked
@@ -416,33 +408,17 @@ fn admit(circuit: &Circuit, give_up_exit: Option<u8>, reporter: &mut Reporter) -
     }
 }
 
-/// What a run's outcome says about the dependency.
-fn run_result(summary: &RunSummary) -> RunResult {
-    // A run that started no attempt (its deadline had passed) learned
-    // nothing about the dependency.
-    if summary.attempts == 0 {
-        return RunResult::Aborted;
-    }
-    match summary.outcome {
-        RunOutcome::Success => RunResult::Success,
-        RunOutcome::Interrupted | RunOutcome::CircuitOpen => RunResult::Aborted,
-        RunOutcome::Permanent
-        | RunOutcome::Exhausted
-        | RunOutcome::Deadline
-        | RunOutcome::BudgetExhausted => RunResult::Failure,
-    }
-}
-
-/// Tell the circuit how the admitted run ended.
-fn record(circuit: &Circuit, result: RunResult, reporter: &mut Reporter) {
-    match circuit.record(result) {
+/// Tell the circuit how the admitted run ended (`None`: retry failed on
+/// its own, which says nothing about the dependency).
+fn record(circuit: &Gatekeeper, summary: Option<&RunSummary>, reporter: &mut Reporter) {
+    match circuit.record(summary) {
         Ok(Some(warning)) => reporter.lasting_warning(warning::CIRCUIT, &warning),
         Ok(None) => {}
         Err(err) => reporter.lasting_warning(
             warning::CIRCUIT,
             &format!(
                 "circuit {}: cannot record the result: {err:#}",
-                circuit.name
+                circuit.name()
             ),
         ),
     }

@@ -63,8 +63,8 @@ pub(crate) const EXIT_STATUSES: &[Status] = &[
     },
     Status {
         code: "75",
-        brief: Some("a --circuit is open and nothing ran"),
-        meaning: "a circuit (`--circuit`) is open: the command was not run; try again later (EX_TEMPFAIL, the cron and mail convention)",
+        brief: Some("a --circuit is open (or throttled the run) and nothing ran"),
+        meaning: "a circuit (`--circuit`) is open, or in `--circuit-mode adaptive` rejected the run locally: the command was not run; try again later (EX_TEMPFAIL, the cron and mail convention)",
     },
     Status {
         code: "signal N",
@@ -375,7 +375,7 @@ pub(crate) const WARNING_KINDS: &[WarningKind] = &[
     },
     WarningKind {
         kind: warning::CIRCUIT,
-        meaning: "the circuit's store cannot be used (the run goes on as if the circuit were closed), its state is corrupt or was stored with other settings, or the run's result could not be recorded",
+        meaning: "the circuit's store cannot be used (the run goes on as if the circuit were closed), its state is corrupt or was stored with other settings (a threshold and cooldowns, or an adaptive circuit's K and window), or the run's result could not be recorded",
     },
     WarningKind {
         kind: warning::BUDGET,

@@ -107,6 +107,10 @@ pub(crate) struct Failures {
     /// because another decided their attempt.
     pub(crate) hedges: u64,
     pub(crate) superseded: u64,
+    /// Copies that did not decide their attempt and got no answer from the
+    /// backend: superseded, or failed transiently (for the adaptive
+    /// throttle, which counts every copy as a request).
+    pub(crate) side_copies_unanswered: u64,
 }
 
 /// How the child process itself ended.

@@ -4,11 +4,16 @@
 //! each new cron or CI run from hammering a broken dependency from the top
 //! of its schedule again.
 //!
-//! `breaker` holds the pure state machine; the stores it is kept in are
-//! `crate::state`'s. This module ties them to a run.
+//! Two modes (`--circuit-mode`): the breaker (`breaker`, the pure state
+//! machine, kept here as [`Circuit`]) and adaptive client-side throttling
+//! (`adaptive`, the pure rule, kept in `throttle`); `gate` is either, as
+//! a run sees it. The stores they are kept in are `crate::state`'s.
 
+pub(crate) mod adaptive;
 pub(crate) mod breaker;
+mod gate;
 mod liveness;
+mod throttle;
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -17,6 +22,8 @@ use anyhow::Result;
 use crate::state::store::{Kind, Patience, Record, Store, Updated, read_record, update_record};
 use crate::state::{Access, StateConfig, now_ms, open_store};
 use breaker::{Admission, CircuitState, Phase, Probe, RunResult, Settings, StoredSettings};
+pub(crate) use gate::Gatekeeper;
+use throttle::Throttle;
 
 /// Circuits: `NAME.json`, `retry:circuit:NAME`.
 pub(crate) const CIRCUIT: Kind = Kind {
@@ -69,7 +76,10 @@ impl<S: Store + ?Sized> CircuitStore for S {
 pub(crate) struct CircuitConfig {
     pub(crate) name: String,
     pub(crate) state: StateConfig,
+    /// The breaker's settings (its defaults in the adaptive mode).
     pub(crate) settings: Settings,
+    /// `--circuit-mode adaptive`, and its K and window.
+    pub(crate) adaptive: Option<adaptive::Settings>,
 }
 
 /// Circuit names become file names and keys: keep them plain.
@@ -288,7 +298,23 @@ impl Circuit {
 }
 
 /// Open circuit `config` names, in its store, for `access`.
-pub(crate) fn open(config: &CircuitConfig, access: Access) -> Result<Circuit> {
+pub(crate) fn open(config: &CircuitConfig, access: Access) -> Result<Gatekeeper> {
+    if let Some(adaptive) = config.adaptive {
+        // What expires is a window nobody has used for a day.
+        let ttl = adaptive
+            .window
+            .saturating_mul(2)
+            .max(Duration::from_secs(24 * 3600));
+        let store = open_store(&config.state, ttl, access)?;
+        let mut rng: rand::rngs::SmallRng = rand::make_rng();
+        let draw = Box::new(move || rand::RngExt::random::<f64>(&mut rng));
+        return Ok(Gatekeeper::Adaptive(Throttle::new(
+            &config.name,
+            store,
+            adaptive,
+            draw,
+        )));
+    }
     // Long enough to outlive any cooldown and probe lease: what expires is
     // a circuit nobody has used for that long.
     let settings = &config.settings;
@@ -296,5 +322,24 @@ pub(crate) fn open(config: &CircuitConfig, access: Access) -> Result<Circuit> {
         .saturating_mul(4)
         .max(Duration::from_secs(24 * 3600));
     let store = open_store(&config.state, ttl, access)?;
-    Ok(Circuit::new(&config.name, store, config.settings))
+    Ok(Gatekeeper::Breaker(Circuit::new(
+        &config.name,
+        store,
+        config.settings,
+    )))
+}
+
+/// For `--explain`: what the circuit does.
+pub(crate) fn explain(config: &CircuitConfig) -> String {
+    if let Some(adaptive) = &config.adaptive {
+        return throttle::explain(&config.name, adaptive);
+    }
+    let settings = &config.settings;
+    format!(
+        "Circuit {} (breaker): after {} failed runs in a row it opens, and runs are refused (exit 75, nothing run) for {}, then one run probes; each failed probe doubles the wait, up to {}.",
+        config.name,
+        settings.threshold,
+        crate::values::human(settings.cooldown),
+        crate::values::human(settings.max_cooldown)
+    )
 }

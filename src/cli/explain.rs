@@ -271,7 +271,7 @@ pub(crate) fn render(config: &Config) -> String {
 }
 
 /// What the schedule is made of: the policy, the command, what was said
-/// about the flags, the conditions, the budget, the splay.
+/// about the flags, the conditions, the circuit, the budget, the splay.
 fn preamble(config: &Config) -> String {
     let policy = &config.policy;
     let mut out = String::new();
@@ -300,6 +300,9 @@ fn preamble(config: &Config) -> String {
     }
     for line in conditions(config) {
         let _ = writeln!(out, "{line}");
+    }
+    if let Some(circuit) = &config.circuit {
+        let _ = writeln!(out, "{}", crate::circuit::explain(circuit));
     }
     if let Some(budget) = &config.budget {
         let _ = writeln!(

@@ -19,6 +19,7 @@ pub(crate) mod explain;
 mod explain_rules;
 pub(crate) mod generate;
 mod natural;
+mod needs_a_store;
 mod parsers;
 mod peers;
 pub(crate) mod slips;
@@ -30,9 +31,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::error::ErrorKind;
-use clap::parser::ValueSource;
-use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::cli::generate::Kind as GenerateKind;
 use crate::report::{ColorWhen, LogFormat};
@@ -56,13 +55,22 @@ pub(crate) enum StdinMode {
     Null,
 }
 
+/// `--circuit-mode`: how a circuit decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum CircuitMode {
+    /// Open after --circuit-threshold failed runs in a row; refuse every run until a cooldown has passed, then probe with one
+    Breaker,
+    /// Client-side throttling: reject a run locally with probability max(0, (requests - K x accepts) / (requests + 1)) over --circuit-window
+    Adaptive,
+}
+
 const BACKOFF: &str = "Backoff";
 const LIMITS: &str = "Limits";
 const CLASSIFY: &str = "Classifying an attempt";
 const IO: &str = "Input and output";
 const PROCESS: &str = "Processes";
 const REPORTING: &str = "Reporting";
-const CIRCUIT: &str = "Circuit breaker (across runs)";
+const CIRCUIT: &str = "Circuit: breaker or adaptive throttling (across runs)";
 const BUDGET: &str = "Retry budget (across runs and hosts)";
 const STATE: &str = "Shared state (circuits and budgets)";
 const HOOKS: &str = "Hooks and conditions";
@@ -273,27 +281,39 @@ pub(crate) struct Cli {
     pub(crate) generate: Option<GenerateKind>,
 
     // ---- Circuit breaker ----
-    /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed
+    /// Keep a circuit breaker NAME across runs: after --circuit-threshold failed runs in a row, refuse to run (exit 75) until a cooldown has passed (--circuit-mode adaptive: throttle instead)
     #[arg(long, value_name = "NAME", value_parser = parse_state_name, allow_hyphen_values = true, help_heading = CIRCUIT)]
     pub(crate) circuit: Option<String>,
 
-    /// Failed runs in a row that open the circuit
-    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
-    pub(crate) circuit_threshold: u32,
+    /// How the circuit decides: breaker (open, cooldown, one probe) or adaptive (reject runs locally with a probability that grows as the backend's accepts fall behind the requests, Google SRE's client-side throttling) [default: breaker]
+    #[arg(long, value_name = "MODE", help_heading = CIRCUIT)]
+    pub(crate) circuit_mode: Option<CircuitMode>,
 
-    /// How long an opened circuit refuses runs before one run may probe
-    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub(crate) circuit_cooldown: Duration,
+    /// Failed runs in a row that open the circuit (breaker) [default: 3]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = CIRCUIT)]
+    pub(crate) circuit_threshold: Option<u32>,
 
-    /// Largest cooldown: each failed probe doubles it up to this
-    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
-    pub(crate) circuit_max_cooldown: Duration,
+    /// How long an opened circuit refuses runs before one run may probe (breaker) [default: 1m]
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_cooldown: Option<Duration>,
 
-    /// Print the circuit's state (closed, open, half-open; failures; until when) and exit 0
+    /// Largest cooldown: each failed probe doubles it up to this (breaker) [default: 1h]
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_max_cooldown: Option<Duration>,
+
+    /// Adaptive: the backend receives about K times what it accepts before runs are rejected locally; 1 <= K <= 1000, lower throttles sooner [default: 2]
+    #[arg(long, value_name = "K", allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_k: Option<f64>,
+
+    /// Adaptive: how long requests and accepts are counted, 1s to 24h (kept as 12 buckets, so old counts age out) [default: 2m]
+    #[arg(long, value_name = "DURATION", value_parser = values::parse_positive_duration, allow_hyphen_values = true, help_heading = CIRCUIT)]
+    pub(crate) circuit_window: Option<Duration>,
+
+    /// Print the circuit's state (closed, open, half-open; failures; until when; adaptive: requests, accepts, the rejection probability) and exit 0
     #[arg(long, requires = "circuit", conflicts_with = "circuit_reset", help_heading = CIRCUIT)]
     pub(crate) circuit_status: bool,
 
-    /// Close the circuit and forget its failures, then exit 0
+    /// Close the circuit and forget its failures (adaptive: its requests and accepts), then exit 0
     #[arg(long, requires = "circuit", help_heading = CIRCUIT)]
     pub(crate) circuit_reset: bool,
 
@@ -354,59 +374,6 @@ pub(crate) struct Cli {
     pub(crate) before_command: Vec<OsString>,
 }
 
-/// Flags that only a circuit (or a budget) reads, and what must be named
-/// for them to mean anything; without it they would be ignored silently.
-const NEEDS_A_STORE: [(&str, &str, &[&str]); 7] = [
-    ("circuit_threshold", "a circuit", &["circuit"]),
-    ("circuit_cooldown", "a circuit", &["circuit"]),
-    ("circuit_max_cooldown", "a circuit", &["circuit"]),
-    ("state_dir", "a circuit or a budget", &["circuit", "budget"]),
-    ("state_url", "a circuit or a budget", &["circuit", "budget"]),
-    ("state_ca", "a circuit or a budget", &["circuit", "budget"]),
-    (
-        "state_timeout",
-        "a circuit or a budget",
-        &["circuit", "budget"],
-    ),
-];
-
-/// Refuse a flag of [`NEEDS_A_STORE`] given on the command line without
-/// its circuit or budget. (Not clap's `requires`: it would count a value
-/// from the environment, were one of these flags ever read from one, and
-/// its message names only what is missing.)
-fn check_needs_a_store(
-    command: &mut clap::Command,
-    matches: &ArgMatches,
-) -> Result<(), clap::Error> {
-    for (id, what, needed) in NEEDS_A_STORE {
-        if matches.value_source(id) != Some(ValueSource::CommandLine)
-            || needed
-                .iter()
-                .any(|need| matches.value_source(need).is_some())
-        {
-            continue;
-        }
-        let value = matches
-            .get_raw(id)
-            .and_then(Iterator::last)
-            .map(|value| value.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let flags: Vec<String> = needed
-            .iter()
-            .map(|need| format!("--{} NAME", need.replace('_', "-")))
-            .collect();
-        return Err(command.error(
-            ErrorKind::MissingRequiredArgument,
-            format!(
-                "--{} {value}: only {what} uses it, and none is named ({})",
-                id.replace('_', "-"),
-                flags.join(" or ")
-            ),
-        ));
-    }
-    Ok(())
-}
-
 impl Cli {
     /// Parse argv (non-UTF-8 safe). Errors are clap errors: the caller maps
     /// them to exit 125, and help or version to 0.
@@ -418,7 +385,7 @@ impl Cli {
         let mut matches = command
             .try_get_matches_from_mut(&args)
             .map_err(|err| unknown::explained(err, &mut command, &args))?;
-        check_needs_a_store(&mut command, &matches)?;
+        needs_a_store::check(&mut command, &matches)?;
         natural::refuse_retry_counts(&mut command, &matches)?;
         // Takes the values out (`from_arg_matches` would copy every match
         // first); the hidden aliases, not fields of `Cli`, stay to be read.

@@ -51,6 +51,17 @@ pub(crate) enum UsageError {
     NoCommand,
     /// `--circuit-max-cooldown` shorter than `--circuit-cooldown`.
     CooldownsReversed { max: Duration, cooldown: Duration },
+    /// A flag of one circuit mode given with the other: `flag` and its
+    /// value as shown, and the mode that uses it.
+    OtherCircuitMode {
+        flag: &'static str,
+        value: String,
+        mode: &'static str,
+    },
+    /// `--circuit-k` out of range.
+    CircuitK(f64),
+    /// `--circuit-window` out of range.
+    CircuitWindow(Duration),
     /// `RETRY_STATE_URL` is not UTF-8.
     StateUrlNotUtf8,
     /// `--state-ca` with no `rediss://` URL in use.
@@ -123,6 +134,22 @@ impl fmt::Display for UsageError {
                 "--circuit-max-cooldown {} is shorter than --circuit-cooldown {}",
                 format_duration(*max),
                 format_duration(*cooldown)
+            ),
+            UsageError::OtherCircuitMode { flag, value, mode } => {
+                write!(f, "{flag} {value}: only --circuit-mode {mode} uses it")?;
+                if *mode == "breaker" {
+                    f.write_str(" (adaptive throttling has no threshold or cooldown: it rejects runs with a probability, see --circuit-k and --circuit-window)")?;
+                }
+                Ok(())
+            }
+            UsageError::CircuitK(k) => write!(
+                f,
+                "--circuit-k {k}: K is a number from 1 to 1000 (default 2; below 1, a backend that accepts everything would still be throttled)"
+            ),
+            UsageError::CircuitWindow(window) => write!(
+                f,
+                "--circuit-window {}: the window is from 1s to 24h (default 2m)",
+                format_duration(*window)
             ),
             UsageError::StateUrlNotUtf8 => {
                 f.write_str("RETRY_STATE_URL is not valid UTF-8: a URL is expected")

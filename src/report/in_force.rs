@@ -2,7 +2,8 @@
 //! that cannot be used never stops the job: the run goes on as if there
 //! were no circuit (or budget). That must never pass unseen, also under
 //! `-q` (cron): the warning says so, and the `done` event and the metrics
-//! file carry it, so that a monitor can alert on it.
+//! file carry it, so that a monitor can alert on it. With
+//! `--circuit-mode adaptive`, what the circuit counted when it decided.
 
 use crate::contract::warning;
 
@@ -32,11 +33,27 @@ pub(crate) struct Guarded {
     pub(crate) in_force: bool,
 }
 
+/// What an adaptive circuit (`--circuit-mode adaptive`) counted in its
+/// window when it decided whether the run may go ahead.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Throttled {
+    /// Attempts the runs wanted to make (those rejected locally included).
+    pub(crate) requests: u64,
+    /// Attempts the backend accepted.
+    pub(crate) accepts: u64,
+    /// The rejection probability: max(0, (requests - K x accepts) / (requests + 1)).
+    pub(crate) probability: f64,
+    /// This run was rejected locally.
+    pub(crate) rejected: bool,
+}
+
 /// The run's guards; `None` for one not asked for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct InForce {
     pub(crate) circuit: Option<Guarded>,
     pub(crate) budget: Option<Guarded>,
+    /// The circuit is adaptive, and decided this.
+    pub(crate) throttled: Option<Throttled>,
 }
 
 impl InForce {

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use super::{AttemptRecord, DoneRecord, Guard, Sink, SleepRecord, Verbosity};
+use super::{AttemptRecord, DoneRecord, Guard, Sink, SleepRecord, Throttled, Verbosity};
 use crate::outcome::Ending;
 use crate::outcome::RunOutcome;
 
@@ -22,6 +22,8 @@ pub(crate) struct JsonSink<W> {
     run_id: String,
     /// The time of `ts`.
     clock: fn() -> SystemTime,
+    /// What an adaptive circuit counted: fields of the `done` event.
+    throttled: Option<Throttled>,
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -35,7 +37,25 @@ impl<W: Write> JsonSink<W> {
             verbosity,
             run_id: run_id.to_string(),
             clock: SystemTime::now,
+            throttled: None,
         }
+    }
+
+    /// The `done` event, with what an adaptive circuit counted when it
+    /// decided (added fields: `circuit_requests`, `circuit_accepts`,
+    /// `circuit_reject_probability`, `circuit_throttled`).
+    fn done_event(&mut self, mut event: Value) {
+        if let (Some(throttled), Value::Object(fields)) = (&self.throttled, &mut event) {
+            let probability = (throttled.probability * 10_000.0).round() / 10_000.0;
+            fields.insert("circuit_requests".into(), Value::from(throttled.requests));
+            fields.insert("circuit_accepts".into(), Value::from(throttled.accepts));
+            fields.insert(
+                "circuit_reject_probability".into(),
+                Value::from(probability),
+            );
+            fields.insert("circuit_throttled".into(), Value::from(throttled.rejected));
+        }
+        self.event(event);
     }
 
     /// One event, with the time (RFC 3339, milliseconds, UTC) and the
@@ -140,9 +160,13 @@ impl<W: Write> Sink for JsonSink<W> {
         }
     }
 
+    fn throttled(&mut self, throttled: &Throttled) {
+        self.throttled = Some(throttled.clone());
+    }
+
     /// Nothing ran: a `done` event even with `-q`.
     fn circuit_open(&mut self, message: &str, exit_code: i32, elapsed: Duration) {
-        self.event(json!({
+        self.done_event(json!({
             "event": "done",
             "outcome": RunOutcome::CircuitOpen.as_str(),
             "attempts": 0,
@@ -181,7 +205,7 @@ impl<W: Write> Sink for JsonSink<W> {
                     fields.insert(field, Value::from(guarded.in_force));
                 }
             }
-            self.event(event);
+            self.done_event(event);
         }
     }
 
@@ -283,6 +307,26 @@ mod tests {
                 r#"{"event":"done","outcome":"exhausted","attempts":5,"elapsed_ms":4211,"exit_code":75,"timed_out":false,"signal":null,"successes":0,"command_exit_code":7,"ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
                 r#"{"event":"done","outcome":"circuit-open","attempts":0,"elapsed_ms":2,"exit_code":75,"timed_out":false,"signal":null,"successes":0,"command_exit_code":null,"message":"circuit c is open","ts":"2023-11-14T22:13:20.000Z","run_id":"r1"}"#,
             ]
+        );
+    }
+
+    #[test]
+    fn an_adaptive_circuit_adds_its_counts_to_the_done_event() {
+        let mut sink = sink(Verbosity::Quiet);
+        sink.throttled(&Throttled {
+            requests: 120,
+            accepts: 10,
+            probability: 100.0 / 121.0,
+            rejected: true,
+        });
+        sink.circuit_open("circuit c throttled this run", 75, Duration::from_millis(2));
+        let lines = lines(&sink);
+        assert_eq!(lines.len(), 1, "a refusal is said under -q");
+        assert!(
+            lines[0].contains(r#""outcome":"circuit-open""#)
+                && lines[0].contains(r#""circuit_requests":120,"circuit_accepts":10,"circuit_reject_probability":0.8264,"circuit_throttled":true"#),
+            "{}",
+            lines[0]
         );
     }
 

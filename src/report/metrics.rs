@@ -135,6 +135,35 @@ pub(crate) fn render_in_force(name: &str, in_force: &InForce) -> String {
             u8::from(guarded.in_force)
         ));
     }
+    if let (Some(throttled), Some(circuit)) = (&in_force.throttled, &in_force.circuit) {
+        let labels = format!("name=\"{name}\",circuit=\"{}\"", label(&circuit.name));
+        for (metric, help, value) in [
+            (
+                "retry_circuit_requests",
+                "Requests in the adaptive circuit's window when the last run asked (attempts the runs wanted to make, those rejected locally included).",
+                throttled.requests.to_string(),
+            ),
+            (
+                "retry_circuit_accepts",
+                "Attempts the backend accepted in the adaptive circuit's window when the last run asked.",
+                throttled.accepts.to_string(),
+            ),
+            (
+                "retry_circuit_reject_probability",
+                "The adaptive circuit's rejection probability when the last run asked: max(0, (requests - K x accepts) / (requests + 1)).",
+                format!("{:.4}", throttled.probability),
+            ),
+            (
+                "retry_circuit_throttled",
+                "1 if the adaptive circuit rejected the last run locally (nothing ran), else 0.",
+                u8::from(throttled.rejected).to_string(),
+            ),
+        ] {
+            text.push_str(&format!(
+                "# HELP {metric} {help}\n# TYPE {metric} gauge\n{metric}{{{labels}}} {value}\n"
+            ));
+        }
+    }
     text
 }
 
@@ -380,5 +409,30 @@ mod tests {
             ]
         );
         assert!(text.contains("# TYPE retry_budget_in_force gauge\n"));
+    }
+
+    #[test]
+    fn an_adaptive_circuit_says_what_it_counted() {
+        let mut in_force = InForce::default();
+        in_force.given(Guard::Circuit, "api");
+        in_force.throttled = Some(crate::report::Throttled {
+            requests: 120,
+            accepts: 10,
+            probability: 100.0 / 121.0,
+            rejected: true,
+        });
+        let text = render_in_force("job", &in_force);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            samples,
+            [
+                r#"retry_circuit_in_force{name="job",circuit="api"} 1"#,
+                r#"retry_circuit_requests{name="job",circuit="api"} 120"#,
+                r#"retry_circuit_accepts{name="job",circuit="api"} 10"#,
+                r#"retry_circuit_reject_probability{name="job",circuit="api"} 0.8264"#,
+                r#"retry_circuit_throttled{name="job",circuit="api"} 1"#,
+            ]
+        );
+        assert!(text.contains("# TYPE retry_circuit_throttled gauge\n"));
     }
 }

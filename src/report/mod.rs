@@ -33,7 +33,7 @@ use crate::outcome::Ending;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
 use ci::{Ci, Folds};
-pub(crate) use in_force::{Guard, InForce};
+pub(crate) use in_force::{Guard, InForce, Throttled};
 use json::JsonSink;
 use out::{LogFile, Out, Stderr};
 use steps::{StepFiles, Steps};
@@ -229,6 +229,8 @@ trait Sink {
         self.attempt(record, None);
     }
     fn sleep(&mut self, _sleep: &SleepRecord) {}
+    /// An adaptive circuit decided: said before the run (or its refusal).
+    fn throttled(&mut self, _throttled: &Throttled) {}
     fn circuit_open(&mut self, _message: &str, _exit_code: i32, _elapsed: Duration) {}
     fn done(&mut self, _record: &DoneRecord) {}
     fn hook(&mut self, _which: &str, _command: &str, _ending: &Ending, _duration: Duration) {}
@@ -365,6 +367,13 @@ impl Reporter {
     pub(crate) fn guard_lost(&mut self, guard: Guard, message: &str) {
         self.in_force.lost(guard);
         self.lasting_warning(guard.as_str(), message);
+    }
+
+    /// An adaptive circuit counted this when it decided (for the `done`
+    /// event and the metrics).
+    pub(crate) fn throttled(&mut self, throttled: Throttled) {
+        self.each(|sink| sink.throttled(&throttled));
+        self.in_force.throttled = Some(throttled);
     }
 
     /// Whether the run's circuit and budget were in force, so far.

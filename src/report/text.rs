@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use anstyle::{AnsiColor, Style};
 
 use super::ci::{self, Ci, Level};
-use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, Verbosity, of_attempts};
+use super::{AttemptRecord, DoneRecord, Sink, SleepRecord, Throttled, Verbosity, of_attempts};
 use crate::outcome::Ending;
 use crate::outcome::{RunOutcome, SleepSource};
 use crate::policy::classify::Class;
@@ -57,6 +57,8 @@ pub(crate) struct TextSink<W> {
     /// `--until-failure`: the passing runs counted, and when a line last
     /// said so.
     hunt: Option<Hunt>,
+    /// An adaptive circuit rejected the run (the annotation's title).
+    rejected_locally: bool,
 }
 
 /// How long `--until-failure` stays quiet about passing runs between two
@@ -104,6 +106,7 @@ impl<W: Write> TextSink<W> {
             command: String::new(),
             clock: SystemTime::now,
             hunt: None,
+            rejected_locally: false,
         }
     }
 
@@ -349,14 +352,17 @@ impl<W: Write> Sink for TextSink<W> {
         }
     }
 
+    fn throttled(&mut self, throttled: &Throttled) {
+        self.rejected_locally = throttled.rejected;
+    }
+
     fn circuit_open(&mut self, message: &str, _exit_code: i32, _elapsed: Duration) {
-        self.notable(
-            FAILURE,
-            message,
-            Level::Error,
-            "retry: circuit open",
-            message,
-        );
+        let title = if self.rejected_locally {
+            "retry: throttled locally"
+        } else {
+            "retry: circuit open"
+        };
+        self.notable(FAILURE, message, Level::Error, title, message);
     }
 
     fn done(&mut self, record: &DoneRecord) {

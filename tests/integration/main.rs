@@ -14,6 +14,8 @@
 // runs them).
 
 #[cfg(unix)]
+mod adaptive_throttling;
+#[cfg(unix)]
 mod budget;
 #[cfg(unix)]
 mod ci;

@@ -5,12 +5,13 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::budget::bucket::BudgetSettings;
 use crate::budget::{BudgetConfig, DEFAULT_SETTINGS};
-use crate::circuit::CircuitConfig;
-use crate::cli::Cli;
+use crate::circuit::{CircuitConfig, adaptive};
 use crate::cli::usage::UsageError;
+use crate::cli::{CircuitMode, Cli};
 use crate::state::{self, StateConfig};
 
 use crate::cli::Env;
@@ -86,14 +87,55 @@ fn store(cli: &Cli, env: Env<'_>) -> Result<StateConfig, UsageError> {
     })
 }
 
+/// The adaptive mode's settings, if `--circuit-mode adaptive`; a flag of
+/// the other mode is refused, as it would be ignored.
+fn adaptive_settings(cli: &Cli) -> Result<Option<adaptive::Settings>, UsageError> {
+    let other = |flag, value: Option<String>, mode| match value {
+        Some(value) => Err(UsageError::OtherCircuitMode { flag, value, mode }),
+        None => Ok(()),
+    };
+    let shown = |d: Option<Duration>| d.map(|d| humantime::format_duration(d).to_string());
+    if cli.circuit_mode != Some(CircuitMode::Adaptive) {
+        other(
+            "--circuit-k",
+            cli.circuit_k.map(|k| k.to_string()),
+            "adaptive",
+        )?;
+        other("--circuit-window", shown(cli.circuit_window), "adaptive")?;
+        return Ok(None);
+    }
+    let threshold = cli.circuit_threshold.map(|n| n.to_string());
+    other("--circuit-threshold", threshold, "breaker")?;
+    other("--circuit-cooldown", shown(cli.circuit_cooldown), "breaker")?;
+    other(
+        "--circuit-max-cooldown",
+        shown(cli.circuit_max_cooldown),
+        "breaker",
+    )?;
+    let k = cli.circuit_k.unwrap_or(adaptive::DEFAULT_K);
+    if !adaptive::K_RANGE.contains(&k) {
+        return Err(UsageError::CircuitK(k));
+    }
+    let window = cli.circuit_window.unwrap_or(adaptive::DEFAULT_WINDOW);
+    if !(Duration::from_secs(1)..=Duration::from_secs(24 * 3600)).contains(&window) {
+        return Err(UsageError::CircuitWindow(window));
+    }
+    Ok(Some(adaptive::Settings { k, window }))
+}
+
 /// The circuit's and the budget's settings, in their store.
 pub(super) fn guards(cli: &Cli, env: Env<'_>) -> Result<Guards, UsageError> {
-    if cli.circuit_max_cooldown < cli.circuit_cooldown {
+    let cooldown = cli.circuit_cooldown.unwrap_or(Duration::from_secs(60));
+    let max_cooldown = cli
+        .circuit_max_cooldown
+        .unwrap_or(Duration::from_secs(3600));
+    if max_cooldown < cooldown {
         return Err(UsageError::CooldownsReversed {
-            max: cli.circuit_max_cooldown,
-            cooldown: cli.circuit_cooldown,
+            max: max_cooldown,
+            cooldown,
         });
     }
+    let adaptive = adaptive_settings(cli)?;
     let state = store(cli, env)?;
     let budget = cli.budget.clone().map(|name| BudgetConfig {
         name,
@@ -111,16 +153,14 @@ pub(super) fn guards(cli: &Cli, env: Env<'_>) -> Result<Guards, UsageError> {
         name,
         state,
         settings: crate::circuit::breaker::Settings {
-            threshold: cli.circuit_threshold,
-            cooldown: cli.circuit_cooldown,
-            max_cooldown: cli.circuit_max_cooldown,
+            threshold: cli.circuit_threshold.unwrap_or(3),
+            cooldown,
+            max_cooldown,
             // A probe that never reports back holds its claim this long
             // (a dead probe on this machine loses it at once).
-            probe_lease: cli
-                .max_time
-                .unwrap_or(cli.circuit_max_cooldown)
-                .max(cli.circuit_cooldown),
+            probe_lease: cli.max_time.unwrap_or(max_cooldown).max(cooldown),
         },
+        adaptive,
     });
     Ok(Guards { circuit, budget })
 }
@@ -211,6 +251,45 @@ mod tests {
             err.to_string(),
             "--circuit-max-cooldown 1m is shorter than --circuit-cooldown 5m"
         );
+    }
+
+    #[test]
+    fn each_circuit_mode_takes_its_own_flags() {
+        let adaptive = |extra: &[&str]| {
+            let mut args = vec!["--circuit", "c", "--circuit-mode", "adaptive"];
+            args.extend_from_slice(extra);
+            args.push("true");
+            guards(&cli(&args), &no_env).map(|g| g.circuit.unwrap().adaptive)
+        };
+        let defaults = adaptive(&[]).unwrap().unwrap();
+        assert!((defaults.k - 2.0).abs() < f64::EPSILON);
+        assert_eq!(defaults.window, Duration::from_secs(120));
+        let given = adaptive(&["--circuit-k", "1.5", "--circuit-window", "30s"]);
+        let given = given.unwrap().unwrap();
+        assert!((given.k - 1.5).abs() < f64::EPSILON);
+        assert_eq!(given.window, Duration::from_secs(30));
+        let breaker = guards(&cli(&["--circuit", "c", "true"]), &no_env).unwrap();
+        assert!(breaker.circuit.unwrap().adaptive.is_none());
+        // A flag of the other mode: tests/integration/adaptive_throttling.rs
+        // checks each, end to end.
+        let err = adaptive(&["--circuit-threshold", "5"]).unwrap_err();
+        assert!(matches!(err, UsageError::OtherCircuitMode { .. }), "{err}");
+        for (extra, expected) in [
+            (
+                &["--circuit-k", "0.5"][..],
+                "--circuit-k 0.5: K is a number from 1 to 1000",
+            ),
+            (&["--circuit-k", "NaN"], "--circuit-k NaN: "),
+            (&["--circuit-k", "1001"], "--circuit-k 1001: "),
+            (
+                &["--circuit-window", "500ms"],
+                "--circuit-window 500ms: the window is from 1s to 24h",
+            ),
+            (&["--circuit-window", "2d"], "--circuit-window 2days: "),
+        ] {
+            let err = adaptive(extra).unwrap_err();
+            assert!(err.to_string().starts_with(expected), "{err}");
+        }
     }
 
     #[test]

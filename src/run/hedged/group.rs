@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::contract::warning;
+use crate::policy::classify::Class;
 use crate::policy::hedging::{self, CopyState, Next};
 use crate::process::Supervised;
 use crate::process::signals::SignalEvents;
@@ -214,6 +215,12 @@ impl Run<'_> {
                 continue;
             }
             let superseded = copy.state == CopyState::Superseded;
+            let unanswered = superseded
+                || matches!(
+                    copy.state,
+                    CopyState::Ended(Class::Transient | Class::Throttled)
+                );
+            self.state.failures.side_copies_unanswered += u64::from(unanswered);
             reporter.side_copy(&crate::run::schedule::copy_record(
                 attempt,
                 self.setup.config.attempts,
