@@ -244,22 +244,26 @@ impl Feeder<'_> {
 
 impl Spool {
     /// Read the rest of our stdin into the spool, to its end (hedged
-    /// attempts: every copy is given all of it).
-    pub(super) fn read_to_end(&mut self) -> Result<()> {
+    /// attempts: every copy is given all of it), unless `give_up` says so
+    /// first (a signal to retry, `--max-time`: an input that never ends
+    /// is not waited for past them). True when the input was read whole.
+    pub(super) fn read_to_end(&mut self, give_up: &dyn Fn() -> bool) -> Result<bool> {
         let stdin = own_fd(0);
         let mut buffer = vec![0u8; CHUNK];
         while !self.at_eof {
+            if give_up() {
+                return Ok(false);
+            }
+            // Read only what is there: a read that waits could not be cut
+            // short by a signal.
+            let mut watch = [crate::sys::wait::Watch::new(stdin, PollFlags::IN)];
+            match crate::sys::wait::wait_for(&mut watch, crate::sys::fd::STALL_SLICE) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(_) | Err(_) => {}
+            }
             let count = match rustix::io::read(stdin, &mut buffer) {
                 Ok(count) => count,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(rustix::io::Errno::AGAIN) => {
-                    let mut watch = [crate::sys::wait::Watch::new(stdin, PollFlags::IN)];
-                    let _ = crate::sys::wait::wait_for(
-                        &mut watch,
-                        std::time::Duration::from_secs(3600),
-                    );
-                    continue;
-                }
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
                 Err(errno) => return Err(io::Error::from(errno)).context("reading stdin"),
             };
             if count == 0 {
@@ -274,7 +278,12 @@ impl Spool {
             })?;
             self.length += count as u64;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Whether the spool holds the whole input (its end was read).
+    pub(super) fn is_whole(&self) -> bool {
+        self.at_eof
     }
 
     /// The spool's file and how much of it holds the input.

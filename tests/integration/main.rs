@@ -16,6 +16,7 @@ mod fleet;
 mod fleet_deployments;
 mod handoff;
 mod hedging;
+mod hedging_io;
 mod hooks;
 mod hostile;
 mod house;

@@ -59,7 +59,10 @@ impl Run<'_> {
         if let Some(held) = &self.files.held {
             held.reset()?;
         }
-        self.files.stdin.read_whole()?;
+        anyhow::ensure!(
+            self.files.stdin.whole_for_copies(),
+            "--stdin replay: the input was not read to its end"
+        );
         while self.files.hedge_hints.len() < plan.hedges as usize {
             self.files.hedge_hints.push(HintFile::for_run()?);
         }
