@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::outcome::Ending;
-use crate::policy::hedging::CopyState;
+use crate::policy::hedging::{CopyState, Seen};
 use crate::process::{ChildIo, Launch, Supervised};
 use crate::run::Run;
 use crate::run::copy_stdin::CopyStdin;
@@ -38,6 +38,19 @@ pub(super) struct Copy {
     pub(super) cancels: usize,
     pub(super) state: CopyState,
     pub(super) judged: Option<Judged>,
+    /// When it was judged.
+    pub(super) ended: Option<Instant>,
+}
+
+impl Copy {
+    /// As the decision sees it.
+    pub(super) fn seen(&self) -> Seen {
+        Seen {
+            state: self.state,
+            started: self.started,
+            ended: self.ended,
+        }
+    }
 }
 
 /// What starting one copy needs (all of it outlives the copies' threads).
@@ -197,5 +210,6 @@ pub(super) fn start_copy<'scope, 'env>(
         cancels: number as usize,
         state: CopyState::Running,
         judged: None,
+        ended: None,
     })
 }

@@ -22,7 +22,7 @@ mod plan;
 use std::fs::File;
 use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
@@ -41,8 +41,8 @@ pub(super) use plan::HedgePlan;
 
 impl Run<'_> {
     /// Attempt `attempt` as a group of copies: the judged copy that decides
-    /// the group (the winner, the copy that failed for good, or the last to
-    /// fail); the others are reported here.
+    /// the group (the winner, the copy that failed for good, or the one
+    /// that gives the failure of all); the others are reported here.
     pub(super) fn hedged_attempt(
         &mut self,
         plan: HedgePlan,
@@ -79,7 +79,6 @@ impl Run<'_> {
         let cancels = (0..=plan.hedges)
             .map(|_| Ok((CancelPipe::new()?, CancelPipe::new()?)))
             .collect::<Result<Vec<_>>>()?;
-        let group_start = Instant::now();
         let mut copies: Vec<Copy> = Vec::new();
         let mut no_more = false;
         let decided = std::thread::scope(|scope| -> Result<usize> {
@@ -91,7 +90,7 @@ impl Run<'_> {
                     .collect();
                 crate::sys::process::reap_ended_except(&kept);
                 self.judge_ended(&mut copies, (&abandon, &cancels), signals, reporter);
-                let states: Vec<CopyState> = copies.iter().map(|c| c.state).collect();
+                let seen: Vec<_> = copies.iter().map(Copy::seen).collect();
                 let may_start = !no_more
                     && self
                         .setup
@@ -99,8 +98,7 @@ impl Run<'_> {
                         .deadline
                         .is_none_or(|d| Instant::now() < d);
                 let next = hedging::next(
-                    &states,
-                    group_start,
+                    &seen,
                     Instant::now(),
                     hedging::Plan {
                         delay: plan.delay,
@@ -138,7 +136,7 @@ impl Run<'_> {
                             return Ok(decided);
                         }
                     }
-                    Next::AllFailed => return Ok(last_to_end(&copies)),
+                    Next::AllFailed => return Ok(hedging::decider(&seen)),
                     Next::Wait(_) => {}
                 }
                 if wait_for_copies(&mut copies, &next, signals) {
@@ -175,11 +173,20 @@ impl Run<'_> {
             let taken = self.copy_hint(copy.number).take();
             let mut judged = self.judge(outcome, taken, reporter);
             judged.copy = Some(copy.number);
+            let class = judged.verdict.class;
             copy.state = if superseded {
                 CopyState::Superseded
+            } else if hedging::asks_to_wait(
+                class,
+                judged.hint,
+                judged.response.as_ref(),
+                SystemTime::now(),
+            ) {
+                CopyState::AskedToWait
             } else {
-                CopyState::Ended(judged.verdict.class)
+                CopyState::Ended(class)
             };
+            copy.ended = Some(Instant::now());
             copy.judged = Some(judged);
         }
     }
@@ -260,19 +267,6 @@ impl Run<'_> {
             _ => Ok(()),
         }
     }
-}
-
-/// The copy that ended last (all failed): it gives the group's failure.
-fn last_to_end(copies: &[Copy]) -> usize {
-    copies
-        .iter()
-        .enumerate()
-        .filter_map(|(index, copy)| {
-            let judged = copy.judged.as_ref()?;
-            Some((index, copy.started + judged.outcome.duration))
-        })
-        .max_by_key(|&(_, ended)| ended)
-        .map_or(0, |(index, _)| index)
 }
 
 /// Move the running copies' clocks (time limits, kill-after) on, then wait
