@@ -1,6 +1,9 @@
-//! Hedged attempts' input: what each copy reads (a replayed input read
-//! whole first, however long it takes, but not past a signal; a file; an
-//! empty pipe), and a terminal refused with advice that works for it.
+//! Hedged attempts' input and output: what each copy reads (a replayed
+//! input read whole first, however long it takes, but not past a signal;
+//! a file; an empty pipe), and what reaches retry's output of the copies'
+//! spools (all of the winner's stdout or a failure, never a part; a
+//! hedge's stderr in bounded memory; a reader that takes nothing held
+//! neither past a signal).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -138,4 +141,105 @@ fn a_terminal_is_refused_with_advice_that_works_for_it() {
     assert!(stdout.contains("terminal"), "{stdout}");
     assert!(stdout.contains("--stdin null"), "{stdout}");
     assert!(!stdout.contains("give --stdin replay"), "{stdout}");
+}
+
+#[test]
+fn a_winner_whose_stdout_did_not_fit_its_spool_is_not_delivered_in_part() {
+    let Some(disk) = SmallDisk::mount("1m", "a full spool") else {
+        return;
+    };
+    let marker = marker();
+    let body =
+        format!("if [ \"$RETRY_HEDGE\" = 0 ]; then sleep {marker}; fi; head -c 2000000 /dev/zero");
+    let out = retry_std()
+        .env("TMPDIR", &disk.path)
+        .args([
+            "--hedge-after",
+            "200ms",
+            "--kill-after",
+            "500ms",
+            "--",
+            "sh",
+            "-c",
+            &body,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.stdout.len(), 0, "a part was delivered: {stderr}");
+    assert!(stderr.contains("spool"), "{stderr}");
+    assert!(none_left(&marker, Duration::from_secs(3)));
+}
+
+#[test]
+fn a_stdout_that_takes_nothing_holds_the_delivery_no_longer_than_a_signal() {
+    let body = "head -c 1000000 /dev/zero; [ \"$RETRY_HEDGE\" = 1 ] || sleep 20";
+    let mut child = retry_std_default_signals()
+        .args([
+            "--hedge-after",
+            "200ms",
+            "--kill-after",
+            "500ms",
+            "--",
+            "sh",
+            "-c",
+            body,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Never read: the winner's megabyte fills the pipe.
+    let _unread = child.stdout.take();
+    std::thread::sleep(Duration::from_millis(1500));
+    send_signal(child.id(), "TERM");
+    let status = wait_until(&mut child, Duration::from_secs(3)).expect("retry ignored SIGTERM");
+    assert_eq!(code_and_signal(status), (None, Some(libc::SIGTERM)));
+}
+
+#[test]
+fn a_hedges_stderr_without_line_ends_is_said_in_bounded_memory() {
+    // 150 MB on stderr without a line end, said marked afterwards.
+    let body =
+        "if [ \"$RETRY_HEDGE\" = 1 ]; then head -c 150000000 /dev/zero >&2; else sleep 20; fi";
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below
+    let child = retry_std()
+        .args([
+            "--hedge-after",
+            "200ms",
+            "--kill-after",
+            "500ms",
+            "--",
+            "sh",
+            "-c",
+            body,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: all zeroes is a valid rusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes the status and the usage of our own child
+    // `pid` into the two buffers; nothing else reaps it (`child` is never
+    // waited for).
+    let reaped = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
+    assert_eq!(reaped, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status}"
+    );
+    // In KiB (bytes on macOS): a line held whole would be over 150 MB.
+    let kib = if cfg!(target_os = "macos") {
+        usage.ru_maxrss / 1024
+    } else {
+        usage.ru_maxrss
+    };
+    assert!(kib < 64 * 1024, "retry peaked at {} MiB", kib / 1024);
 }

@@ -2,7 +2,6 @@
 //! pipes and pumps, and what is left of it once its process ended.
 
 use std::fs::File;
-use std::io::{BufRead, Seek, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -40,6 +39,8 @@ pub(super) struct Copy {
     pub(super) judged: Option<Judged>,
     /// When it was judged.
     pub(super) ended: Option<Instant>,
+    /// Its stdout did not all reach its spool: what went wrong.
+    pub(super) lost_stdout: Option<String>,
 }
 
 impl Copy {
@@ -123,23 +124,6 @@ impl Run<'_> {
     }
 }
 
-/// A hedge's held stderr on retry's stderr, each line marked `[hedge N]`.
-pub(super) fn say_marked(stderr: &mut File, number: u64) -> Result<()> {
-    stderr.rewind()?;
-    let mut err = std::io::stderr().lock();
-    let reader = std::io::BufReader::new(stderr);
-    for line in reader.split(b'\n') {
-        let mut line = line?;
-        line.push(b'\n');
-        let mut marked = format!("[hedge {number}] ").into_bytes();
-        marked.extend_from_slice(&line);
-        if err.write_all(&marked).is_err() {
-            break;
-        }
-    }
-    Ok(())
-}
-
 /// A new spool for a copy's output, in the temporary directory.
 fn spool() -> Result<File> {
     let dir = safe_fs::temp_dir();
@@ -211,5 +195,6 @@ pub(super) fn start_copy<'scope, 'env>(
         state: CopyState::Running,
         judged: None,
         ended: None,
+        lost_stdout: None,
     })
 }

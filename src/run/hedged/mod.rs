@@ -17,14 +17,13 @@
 //! that decided the group's end.
 
 mod copy;
+mod output;
 mod plan;
 
-use std::fs::File;
-use std::io::{Seek, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Run;
 use super::hint::HintFile;
@@ -36,7 +35,8 @@ use crate::process::signals::SignalEvents;
 use crate::report::Reporter;
 use crate::sys::fd::CancelPipe;
 
-use copy::{Copy, say_marked, start_copy};
+use copy::{Copy, start_copy};
+use output::spooled_losses;
 pub(super) use plan::HedgePlan;
 
 impl Run<'_> {
@@ -170,6 +170,7 @@ impl Run<'_> {
                 (supervised.finish(process, &mut signals.events), superseded)
             };
             let outcome = Self::finish_copy(copy, ending, abandon, cancels);
+            let outcome = spooled_losses(copy, outcome, reporter);
             let taken = self.copy_hint(copy.number).take();
             let mut judged = self.judge(outcome, taken, reporter);
             judged.copy = Some(copy.number);
@@ -212,59 +213,6 @@ impl Run<'_> {
                 crate::policy::decision::BudgetAnswer::Taken { .. }
                     | crate::policy::decision::BudgetAnswer::Unusable
             ),
-        }
-    }
-
-    /// The group is decided by copy `decided`: its stdout is delivered, the
-    /// hedges' stderr said (marked), the other copies reported; the decided
-    /// copy goes back to the schedule as the attempt.
-    fn settle_copies(
-        &mut self,
-        copies: Vec<Copy>,
-        decided: usize,
-        attempt: u64,
-        reporter: &mut Reporter,
-    ) -> Result<Judged> {
-        let mut chosen = None;
-        for (index, copy) in copies.into_iter().enumerate() {
-            self.state.failures.hedges += u64::from(copy.number > 0);
-            self.state.failures.superseded += u64::from(copy.state == CopyState::Superseded);
-            if let Some(mut stderr) = copy.stderr {
-                say_marked(&mut stderr, copy.number)?;
-            }
-            let Some(judged) = copy.judged else { continue };
-            if index == decided {
-                self.deliver_copy_stdout(copy.stdout)?;
-                chosen = Some(judged);
-                continue;
-            }
-            let superseded = copy.state == CopyState::Superseded;
-            reporter.side_copy(&super::schedule::copy_record(
-                attempt,
-                self.setup.config.attempts,
-                &judged,
-                copy.number,
-                superseded,
-            ));
-        }
-        chosen.context("no copy of the hedged attempt ended")
-    }
-
-    /// The chosen copy's stdout: into the held file (`-o`,
-    /// `--buffer-stdout`), else to retry's stdout.
-    fn deliver_copy_stdout(&mut self, mut stdout: File) -> Result<()> {
-        stdout.rewind().context("reading a copy's stdout")?;
-        if let Some(held) = &self.files.held {
-            let mut file = held.file().try_clone()?;
-            std::io::copy(&mut stdout, &mut file).context("holding the chosen copy's stdout")?;
-            return Ok(());
-        }
-        let mut out = std::io::stdout().lock();
-        match std::io::copy(&mut stdout, &mut out).and_then(|_| out.flush()) {
-            Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(err).context("writing the chosen copy's stdout")
-            }
-            _ => Ok(()),
         }
     }
 }
