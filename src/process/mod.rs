@@ -21,7 +21,7 @@ mod leftovers;
 pub(crate) mod signals;
 mod supervised;
 
-pub(crate) use supervised::Supervised;
+pub(crate) use supervised::{Cleanup, Supervised};
 mod tree;
 pub(crate) mod watchdog;
 

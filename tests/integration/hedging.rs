@@ -2,7 +2,8 @@
 //! copies, the first success wins, the others are ended (superseded) and
 //! nothing of them reaches retry's stdout; copies that cannot share their
 //! input (or a terminal) are refused before anything runs; when the next
-//! copy starts (`hedging_io`: their input).
+//! copy starts (`hedging_io`: their input and output; `hedging_signals`: a
+//! signal to retry, and a copy that cannot be set up).
 
 use std::io::Write;
 use std::process::Stdio;

@@ -17,6 +17,7 @@ mod fleet_deployments;
 mod handoff;
 mod hedging;
 mod hedging_io;
+mod hedging_signals;
 mod hooks;
 mod hostile;
 mod house;

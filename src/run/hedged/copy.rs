@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::outcome::Ending;
 use crate::policy::hedging::{CopyState, Seen};
-use crate::process::{ChildIo, Launch, Supervised};
+use crate::process::{ChildIo, Cleanup, Launch, Supervised};
 use crate::run::Run;
 use crate::run::copy_stdin::CopyStdin;
 use crate::run::one_attempt::{Judged, child_env};
@@ -39,6 +39,8 @@ pub(super) struct Copy {
     pub(super) judged: Option<Judged>,
     /// When it was judged.
     pub(super) ended: Option<Instant>,
+    /// What its process left in its group, being ended.
+    pub(super) cleanup: Option<Cleanup>,
     /// Its stdout did not all reach its spool: what went wrong.
     pub(super) lost_stdout: Option<String>,
 }
@@ -50,6 +52,22 @@ impl Copy {
             state: self.state,
             started: self.started,
             ended: self.ended,
+        }
+    }
+
+    /// Whether anything of it is left to look after: its process, or what
+    /// it left in its group.
+    pub(super) fn live(&self) -> bool {
+        self.supervised.is_some() || self.cleanup.is_some() || self.not_started.is_some()
+    }
+
+    /// Tell the watchdog again what of it to end should retry die now.
+    pub(super) fn guard_again(&mut self) {
+        if let Some(supervised) = &mut self.supervised {
+            supervised.guard_again();
+        }
+        if let Some(cleanup) = &mut self.cleanup {
+            cleanup.guard_again();
         }
     }
 }
@@ -195,6 +213,7 @@ pub(super) fn start_copy<'scope, 'env>(
         state: CopyState::Running,
         judged: None,
         ended: None,
+        cleanup: None,
         lost_stdout: None,
     })
 }

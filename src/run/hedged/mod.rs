@@ -15,6 +15,12 @@
 //! own (`--foreground` and a terminal are refused before anything runs).
 //! To the schedule, the group is one attempt: the winner's, else the copy
 //! that decided the group's end.
+//!
+//! No wait of the group's holds the others up: what a copy that ended left
+//! in its group is ended a step at a time (`Cleanup`) while the others run
+//! on, so their time limits, a winner and a signal to retry are seen when
+//! they come. A signal to retry is passed on to every copy and ends the
+//! run, whichever copy it reached.
 
 mod copy;
 mod output;
@@ -29,15 +35,32 @@ use super::Run;
 use super::hint::HintFile;
 use super::one_attempt::Judged;
 use crate::contract::warning;
+use crate::policy::decision::BudgetAnswer;
 use crate::policy::hedging::{self, CopyState, Next};
 use crate::process::Supervised;
-use crate::process::signals::SignalEvents;
+use crate::process::signals::{Event, SignalEvents};
 use crate::report::Reporter;
 use crate::sys::fd::CancelPipe;
 
 use copy::{Copy, start_copy};
 use output::spooled_losses;
 pub(super) use plan::HedgePlan;
+
+/// What the group learned as it went: whether more copies may start, and
+/// the first signal retry got meanwhile (it ends the run).
+#[derive(Default)]
+struct Group {
+    no_more: bool,
+    signal: Option<i32>,
+}
+
+/// Whether a hedge may start, as the budget and the circuit say.
+enum MayHedge {
+    Yes,
+    No,
+    /// A signal to retry came while the budget's store was asked.
+    Interrupted(i32),
+}
 
 impl Run<'_> {
     /// Attempt `attempt` as a group of copies: the judged copy that decides
@@ -51,6 +74,113 @@ impl Run<'_> {
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
     ) -> Result<Judged> {
+        let cancels = self.prepare_group(plan, attempt, reporter)?;
+        let abandon = AtomicBool::new(false);
+        let give_up = || abandon.load(Ordering::SeqCst);
+        let config = self.setup.config;
+        let mut copies: Vec<Copy> = Vec::new();
+        let mut group = Group::default();
+        let decided = std::thread::scope(|scope| -> Result<usize> {
+            loop {
+                self.look_at_copies(&mut copies, (&abandon, &cancels), signals, reporter);
+                let seen: Vec<_> = copies.iter().map(Copy::seen).collect();
+                let may_start = !group.no_more
+                    && self
+                        .setup
+                        .limits
+                        .deadline
+                        .is_none_or(|d| Instant::now() < d);
+                let next = hedging::next(
+                    &seen,
+                    Instant::now(),
+                    hedging::Plan {
+                        delay: plan.delay,
+                        hedges: plan.hedges,
+                        may_start,
+                    },
+                );
+                let all_over = copies.iter().all(|c| !c.live());
+                match next {
+                    Next::Start => {
+                        // A hedge costs a budget token; none while a circuit
+                        // probes (one request is the probe).
+                        let number = copies.len() as u64;
+                        if number > 0 {
+                            match self.may_hedge(signals, reporter) {
+                                MayHedge::Yes => {}
+                                MayHedge::No => {
+                                    group.no_more = true;
+                                    continue;
+                                }
+                                MayHedge::Interrupted(signal) => {
+                                    group.on_event(&mut copies, signal_event(signal));
+                                    continue;
+                                }
+                            }
+                        }
+                        let started = self
+                            .copy_start(
+                                config,
+                                number,
+                                (attempt, previous_exit),
+                                &cancels[number as usize],
+                                &give_up,
+                            )
+                            .and_then(|start| start_copy(scope, start));
+                        match started {
+                            Ok(copy) => copies.push(copy),
+                            // Nothing runs yet: retry's own failure.
+                            Err(err) if copies.is_empty() => return Err(err),
+                            // Copies run: they go on, without this one.
+                            Err(err) => {
+                                reporter.warning(
+                                    warning::HEDGING,
+                                    &format!(
+                                        "hedge {number} of attempt {attempt} could not start ({err:#}); the attempt goes on without it"
+                                    ),
+                                );
+                                group.no_more = true;
+                            }
+                        }
+                        continue;
+                    }
+                    Next::Won { winner: decided } | Next::Lost { failed: decided } => {
+                        let now = Instant::now();
+                        for copy in &mut copies {
+                            if let Some(supervised) = &mut copy.supervised {
+                                supervised.supersede(now);
+                            }
+                        }
+                        if all_over {
+                            return Ok(decided);
+                        }
+                    }
+                    Next::AllFailed if all_over => return Ok(hedging::decider(&seen)),
+                    Next::AllFailed | Next::Wait(_) => {}
+                }
+                wait_for_copies(&mut copies, &next, signals, &mut group);
+            }
+        })?;
+        crate::process::watchdog::release();
+        crate::process::reap_orphans();
+        let mut judged = self.settle_copies(copies, decided, attempt, reporter)?;
+        // A signal that came while the copies ran ends the run, whichever
+        // copy it reached.
+        let ending = &mut judged.outcome.ending;
+        ending.interrupted = ending.interrupted.or(group.signal);
+        Ok(judged)
+    }
+
+    /// Before a group's first copy: its start said, the held stdout
+    /// forgotten, a hint file for each copy; and the cancels each copy's
+    /// pumps and feeder watch, made before the copies' threads, which they
+    /// outlive.
+    fn prepare_group(
+        &mut self,
+        plan: HedgePlan,
+        attempt: u64,
+        reporter: &mut Reporter,
+    ) -> Result<Vec<(CancelPipe, CancelPipe)>> {
         reporter.attempt_start(
             attempt,
             self.setup.config.attempts,
@@ -71,94 +201,33 @@ impl Run<'_> {
                 reporter.warning(warning::HINT, &problem);
             }
         }
-        let abandon = AtomicBool::new(false);
-        let give_up = || abandon.load(Ordering::SeqCst);
-        let config = self.setup.config;
-        // Each copy's pumps and feeder watch a pair of these, made before
-        // the copies' threads, which they outlive.
-        let cancels = (0..=plan.hedges)
+        (0..=plan.hedges)
             .map(|_| Ok((CancelPipe::new()?, CancelPipe::new()?)))
-            .collect::<Result<Vec<_>>>()?;
-        let mut copies: Vec<Copy> = Vec::new();
-        let mut no_more = false;
-        let decided = std::thread::scope(|scope| -> Result<usize> {
-            loop {
-                // Look at each running copy; judge those that ended.
-                let kept: Vec<_> = copies
-                    .iter()
-                    .filter_map(|c| c.supervised.as_ref().map(Supervised::kept_pid))
-                    .collect();
-                crate::sys::process::reap_ended_except(&kept);
-                self.judge_ended(&mut copies, (&abandon, &cancels), signals, reporter);
-                let seen: Vec<_> = copies.iter().map(Copy::seen).collect();
-                let may_start = !no_more
-                    && self
-                        .setup
-                        .limits
-                        .deadline
-                        .is_none_or(|d| Instant::now() < d);
-                let next = hedging::next(
-                    &seen,
-                    Instant::now(),
-                    hedging::Plan {
-                        delay: plan.delay,
-                        hedges: plan.hedges,
-                        may_start,
-                    },
-                );
-                match next {
-                    Next::Start => {
-                        // A hedge costs a budget token; none while a circuit
-                        // probes (one request is the probe).
-                        let number = copies.len() as u64;
-                        if number > 0 && !self.may_hedge(signals, reporter) {
-                            no_more = true;
-                            continue;
-                        }
-                        let start = self.copy_start(
-                            config,
-                            number,
-                            (attempt, previous_exit),
-                            &cancels[number as usize],
-                            &give_up,
-                        )?;
-                        copies.push(start_copy(scope, start)?);
-                        continue;
-                    }
-                    Next::Won { winner: decided } | Next::Lost { failed: decided } => {
-                        let now = Instant::now();
-                        for copy in &mut copies {
-                            if let Some(supervised) = &mut copy.supervised {
-                                supervised.supersede(now);
-                            }
-                        }
-                        if copies.iter().all(|c| c.supervised.is_none()) {
-                            return Ok(decided);
-                        }
-                    }
-                    Next::AllFailed => return Ok(hedging::decider(&seen)),
-                    Next::Wait(_) => {}
-                }
-                if wait_for_copies(&mut copies, &next, signals) {
-                    no_more = true;
-                }
-            }
-        })?;
-        crate::process::watchdog::release();
-        crate::process::reap_orphans();
-        self.settle_copies(copies, decided, attempt, reporter)
+            .collect()
     }
 
-    /// Judge the copies that ended since the last look (or could not
-    /// start), and note each one's state.
-    fn judge_ended(
+    /// Look at each copy: judge those that ended since the last look (or
+    /// could not start), and end what ended ones left, a step; the
+    /// watchdog is told again what is left whenever something is over.
+    fn look_at_copies(
         &mut self,
         copies: &mut [Copy],
         (abandon, cancels): (&AtomicBool, &[(CancelPipe, CancelPipe)]),
         signals: &mut SignalEvents,
         reporter: &mut Reporter,
     ) {
-        for copy in copies {
+        let kept: Vec<_> = copies
+            .iter()
+            .filter_map(|c| c.supervised.as_ref().map(Supervised::kept_pid))
+            .collect();
+        crate::sys::process::reap_ended_except(&kept);
+        let live = copies.iter().filter(|c| c.live()).count();
+        for copy in copies.iter_mut() {
+            if let Some(cleanup) = &mut copy.cleanup
+                && !cleanup.step(Instant::now())
+            {
+                copy.cleanup = None;
+            }
             let (ending, superseded) = if let Some(ending) = copy.not_started.take() {
                 (ending, false)
             } else {
@@ -167,7 +236,9 @@ impl Run<'_> {
                 };
                 let supervised = copy.supervised.take().expect("a running copy");
                 let superseded = supervised.was_superseded();
-                (supervised.finish(process, &mut signals.events), superseded)
+                let (ending, cleanup) = supervised.finish_apart(process, &mut signals.events);
+                copy.cleanup = cleanup;
+                (ending, superseded)
             };
             let outcome = Self::finish_copy(copy, ending, abandon, cancels);
             let outcome = spooled_losses(copy, outcome, reporter);
@@ -190,6 +261,15 @@ impl Run<'_> {
             copy.ended = Some(Instant::now());
             copy.judged = Some(judged);
         }
+        // The watchdog guards only what is left: a process group that is
+        // over may be another's by the time retry dies.
+        let left = copies.iter().filter(|c| c.live()).count();
+        if left < live && left > 0 {
+            crate::process::watchdog::release();
+            for copy in copies.iter_mut() {
+                copy.guard_again();
+            }
+        }
     }
 
     /// The hint file of copy `number`.
@@ -202,28 +282,60 @@ impl Run<'_> {
 
     /// Whether another copy may start: no circuit is probing, and the
     /// budget (if any) gives a token for it.
-    fn may_hedge(&mut self, signals: &mut SignalEvents, reporter: &mut Reporter) -> bool {
+    fn may_hedge(&mut self, signals: &mut SignalEvents, reporter: &mut Reporter) -> MayHedge {
         if self.setup.probing {
-            return false;
+            return MayHedge::No;
         }
         match self.withdraw(signals, reporter) {
-            None => true,
-            Some((_, answer)) => matches!(
-                answer,
-                crate::policy::decision::BudgetAnswer::Taken { .. }
-                    | crate::policy::decision::BudgetAnswer::Unusable
-            ),
+            None | Some((_, BudgetAnswer::Taken { .. } | BudgetAnswer::Unusable)) => MayHedge::Yes,
+            Some((_, BudgetAnswer::Interrupted(signal))) => MayHedge::Interrupted(signal),
+            Some(_) => MayHedge::No,
+        }
+    }
+}
+
+/// A terminating signal, as an event from the signal pipe.
+fn signal_event(signal: i32) -> Event {
+    Event::Signal {
+        signal,
+        from_terminal: false,
+    }
+}
+
+impl Group {
+    /// An event for the copies: each running copy acts on it; a signal to
+    /// retry ends what ended copies left at once, starts no more copies,
+    /// and ends the run.
+    fn on_event(&mut self, copies: &mut [Copy], event: Event) {
+        let now = Instant::now();
+        for copy in copies.iter_mut() {
+            if let Some(supervised) = &mut copy.supervised {
+                supervised.on_event(event);
+            }
+            if let (Event::Signal { .. }, Some(cleanup)) = (event, &mut copy.cleanup) {
+                cleanup.hurry(now);
+            }
+        }
+        if let Event::Signal { signal, .. } = event {
+            self.no_more = true;
+            self.signal.get_or_insert(signal);
         }
     }
 }
 
 /// Move the running copies' clocks (time limits, kill-after) on, then wait
-/// for the next event or wake-up (a copy's time limit, the next hedge);
-/// whether a signal arrived (no more copies start after one).
-fn wait_for_copies(copies: &mut [Copy], next: &Next, signals: &mut SignalEvents) -> bool {
+/// for the next event or wake-up (a copy's time limit, the next hedge, a
+/// look at what an ended copy left), and act on it.
+fn wait_for_copies(
+    copies: &mut [Copy],
+    next: &Next,
+    signals: &mut SignalEvents,
+    group: &mut Group,
+) {
+    let now = Instant::now();
     for copy in copies.iter_mut() {
         if let Some(supervised) = &mut copy.supervised {
-            supervised.tick(Instant::now());
+            supervised.tick(now);
         }
     }
     let hedge_wake = match next {
@@ -233,15 +345,14 @@ fn wait_for_copies(copies: &mut [Copy], next: &Next, signals: &mut SignalEvents)
     let wake = copies
         .iter()
         .filter_map(|c| c.supervised.as_ref().and_then(Supervised::wake))
+        .chain(
+            copies
+                .iter()
+                .filter_map(|c| Some(c.cleanup.as_ref()?.wake(now))),
+        )
         .chain(hedge_wake)
         .min();
-    let Some(event) = signals.events.next(wake) else {
-        return false;
-    };
-    for copy in copies.iter_mut() {
-        if let Some(supervised) = &mut copy.supervised {
-            supervised.on_event(event);
-        }
+    if let Some(event) = signals.events.next(wake) {
+        group.on_event(copies, event);
     }
-    matches!(event, crate::process::signals::Event::Signal { .. })
 }
