@@ -352,3 +352,21 @@ fn a_copy_that_asks_for_a_wait_starts_no_other_and_its_wait_is_kept() {
         .collect();
     assert_eq!(sleeps, [1500], "{events:?}");
 }
+
+#[test]
+fn a_delay_not_under_the_timeout_is_warned_about() {
+    // Copies would never run together: each that times out is followed at
+    // once by the next.
+    let out = hedged(
+        &["--hedge-after", "500ms", "--timeout", "200ms", "-n", "1"],
+        "sleep 5",
+    );
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(
+        stderr.contains("--hedge-after 500ms is not under --timeout 200ms"),
+        "{stderr}"
+    );
+    let out = hedged(&["--hedge-after", "100ms", "--timeout", "5s"], "true");
+    assert!(!texts(&out).1.contains("not under"), "{:?}", texts(&out));
+}

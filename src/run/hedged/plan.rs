@@ -79,6 +79,18 @@ impl Run<'_> {
                 }
             }
         };
+        if let (Some(delay), Some(timeout)) = (delay, config.timeout)
+            && delay >= timeout
+        {
+            reporter.warning(
+                warning::HEDGING,
+                &format!(
+                    "--hedge-after {} is not under --timeout {}: copies never run together; each copy that times out is followed at once by the next, without a sleep",
+                    crate::values::human(delay),
+                    crate::values::human(timeout)
+                ),
+            );
+        }
         self.setup.hedge = delay.map(|delay| HedgePlan {
             delay,
             hedges: hedging.hedges,
