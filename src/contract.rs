@@ -407,7 +407,7 @@ pub(crate) const WARNING_KINDS: &[WarningKind] = &[
     },
     WarningKind {
         kind: warning::HEDGING,
-        meaning: "`--hedge-after p95`: what earlier runs learned cannot be read or kept (the run is not hedged, or learns nothing)",
+        meaning: "`--hedge-after`: what `p95` learned from earlier runs cannot be read or kept (the run is not hedged, or learns nothing), a hedge could not be set up (no room for its spools: the attempt goes on without it), or the delay is not under `--timeout` (copies never run together)",
     },
     WarningKind {
         kind: warning::PROCESSES,

@@ -28,10 +28,7 @@ const NEEDS_A_STORE: [(&str, &str, &[&str]); 10] = [
 /// its circuit or budget. (Not clap's `requires`: it would count a value
 /// from the environment, were one of these flags ever read from one, and
 /// its message names only what is missing.)
-pub(super) fn check(
-    command: &mut clap::Command,
-    matches: &ArgMatches,
-) -> Result<(), clap::Error> {
+pub(super) fn check(command: &mut clap::Command, matches: &ArgMatches) -> Result<(), clap::Error> {
     for (id, what, needed) in NEEDS_A_STORE {
         if matches.value_source(id) != Some(ValueSource::CommandLine)
             || needed

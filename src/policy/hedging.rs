@@ -4,9 +4,15 @@
 //! Barroso's "The Tail at Scale"). Pure: what to do next is decided from
 //! the copies' states, the clock and the limits, table-tested here.
 //!
-//! - Copy `k` (from 1) starts `k` delays after the first, while none has
-//!   ended well, and at once when a copy failed transiently and hedges
-//!   remain (the next try need not wait for the slow one).
+//! - The next copy starts when the newest has run the delay, while none
+//!   has ended well, and at once when a copy failed transiently since the
+//!   newest started and hedges remain (the next try need not wait for the
+//!   slow one: gRPC's hedging sends the next request at once on a
+//!   non-fatal status).
+//! - A copy that failed asking for a wait (judged throttled, a hint's
+//!   `retry-after=`, a `Retry-After` read from its response) starts no
+//!   other: a server that asked to slow down is not sent more copies at
+//!   once (gRPC's server pushback), and its wait steers the next sleep.
 //! - The first success wins: the others are ended as a time limit ends an
 //!   attempt, and reported as `superseded`.
 //! - A permanent failure of any copy ends the run: the others are ended.
@@ -17,9 +23,12 @@
 //!   them), while a circuit is probing (one request is the probe), or past
 //!   the run's deadline.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use crate::outcome::Hint;
 use crate::policy::classify::Class;
+use crate::policy::server_wait::server_wait;
+use crate::scan::Response;
 use crate::values::human;
 
 /// The most copies beyond the first (gRPC allows at most 5).
@@ -54,14 +63,43 @@ pub(crate) fn p95(durations: &[Duration]) -> Option<Duration> {
     Some(sorted[rank - 1].max(P95_FLOOR))
 }
 
-/// One copy, as the decision sees it.
+/// One copy's state, as the decision sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CopyState {
     Running,
     /// Ended, and judged.
     Ended(Class),
+    /// Failed, asking for a wait before the next try ([`asks_to_wait`]).
+    AskedToWait,
     /// Ended by retry because another copy won, or the run ended.
     Superseded,
+}
+
+/// One copy, as the decision sees it: its state, when it started and,
+/// once judged, when that was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) state: CopyState,
+    pub(crate) started: Instant,
+    pub(crate) ended: Option<Instant>,
+}
+
+/// Whether a copy that failed as `class`, with `hint` and `response`,
+/// asked for a wait before the next try (at wall-clock time `now`).
+pub(crate) fn asks_to_wait(
+    class: Class,
+    hint: Option<Hint>,
+    response: Option<&Response>,
+    now: SystemTime,
+) -> bool {
+    match class {
+        Class::Success | Class::Permanent => false,
+        Class::Throttled => true,
+        Class::Transient => {
+            matches!(hint, Some(Hint::RetryAfter(_)))
+                || response.is_some_and(|r| server_wait(r, now).is_some())
+        }
+    }
 }
 
 /// What the group of copies does next.
@@ -77,7 +115,7 @@ pub(crate) enum Next {
     /// Copy `failed` failed permanently: end the others, the run ends.
     Lost { failed: usize },
     /// Every copy ended and failed transiently: the group is one failed
-    /// attempt, the last copy to end giving its failure.
+    /// attempt, given by [`decider`].
     AllFailed,
 }
 
@@ -93,33 +131,37 @@ pub(crate) struct Plan {
     pub(crate) may_start: bool,
 }
 
-/// What follows, with `copies` in the order they started (the first
-/// started at `first_start`), at `now`.
-pub(crate) fn next(copies: &[CopyState], first_start: Instant, now: Instant, plan: Plan) -> Next {
-    if copies.is_empty() {
+/// What follows, with `copies` in the order they started, at `now`.
+pub(crate) fn next(copies: &[Seen], now: Instant, plan: Plan) -> Next {
+    let Some(newest) = copies.iter().map(|c| c.started).max() else {
         return Next::Start;
-    }
-    if let Some(winner) = copies
-        .iter()
-        .position(|&c| c == CopyState::Ended(Class::Success))
-    {
+    };
+    let is = |state| move |c: &Seen| c.state == state;
+    if let Some(winner) = copies.iter().position(is(CopyState::Ended(Class::Success))) {
         return Next::Won { winner };
     }
     if let Some(failed) = copies
         .iter()
-        .position(|&c| c == CopyState::Ended(Class::Permanent))
+        .position(is(CopyState::Ended(Class::Permanent)))
     {
         return Next::Lost { failed };
     }
-    let running = copies.iter().filter(|&&c| c == CopyState::Running).count();
-    let started = copies.len() as u64;
-    let hedges_left = started <= plan.hedges && plan.may_start;
-    let failed = copies
+    let running = copies
         .iter()
-        .any(|&c| matches!(c, CopyState::Ended(Class::Transient | Class::Throttled)));
+        .filter(|c| c.state == CopyState::Running)
+        .count();
+    let hedges_left = copies.len() as u64 <= plan.hedges
+        && plan.may_start
+        && !copies.iter().any(is(CopyState::AskedToWait));
+    let failed = |c: &Seen| {
+        matches!(
+            c.state,
+            CopyState::Ended(Class::Transient | Class::Throttled)
+        )
+    };
     if running == 0 {
         // A transient failure: the next copy at once, while hedges remain.
-        return if failed && hedges_left && started > 0 {
+        return if hedges_left && copies.iter().any(failed) {
             Next::Start
         } else {
             Next::AllFailed
@@ -128,15 +170,34 @@ pub(crate) fn next(copies: &[CopyState], first_start: Instant, now: Instant, pla
     if !hedges_left {
         return Next::Wait(None);
     }
-    // Copy k is due k delays after the first.
-    let due = u32::try_from(started)
-        .ok()
-        .and_then(|k| plan.delay.checked_mul(k))
-        .and_then(|after| first_start.checked_add(after));
-    match due {
+    // A copy that failed since the newest started: the next one now.
+    if copies
+        .iter()
+        .any(|c| failed(c) && c.ended.is_some_and(|ended| ended > newest))
+    {
+        return Next::Start;
+    }
+    // Else when the newest has run the delay.
+    match newest.checked_add(plan.delay) {
         Some(due) if now >= due => Next::Start,
         due => Next::Wait(due),
     }
+}
+
+/// The copy that gives a group whose copies all failed its failure: the
+/// last to end of those that asked for a wait (so that the wait is
+/// honoured), else the last to end.
+pub(crate) fn decider(copies: &[Seen]) -> usize {
+    let last = |waited: bool| {
+        copies
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !waited || c.state == CopyState::AskedToWait)
+            .filter_map(|(index, c)| Some((index, c.ended?)))
+            .max_by_key(|&(_, ended)| ended)
+            .map(|(index, _)| index)
+    };
+    last(true).or_else(|| last(false)).unwrap_or(0)
 }
 
 /// `--explain`'s line: when copies start, what they cost, who wins.
@@ -168,7 +229,7 @@ pub(crate) fn explain(
         cost.push_str(" None starts while the circuit probes (one request is the probe).");
     }
     format!(
-        "Hedging (for idempotent commands only): {copies}; the first success wins and the others are ended as a timeout ends an attempt (superseded); a permanent failure of any copy ends the run; when every copy failed, the schedule below goes on. Only the winner's stdout is delivered.{cost}"
+        "Hedging (for idempotent commands only): {copies} (at once after a copy's failure, none after one that asks for a wait); the first success wins and the others are ended as a timeout ends an attempt (superseded); a permanent failure of any copy ends the run; when every copy failed, the schedule below goes on. Only the winner's stdout is delivered.{cost}"
     )
 }
 
@@ -186,23 +247,35 @@ mod tests {
         start + Duration::from_millis(ms)
     }
 
+    /// A copy started at `from` ms, running (`to`: None) or ended at `to`
+    /// ms as `state`.
+    fn copy(t0: Instant, from: u64, to: Option<(u64, CopyState)>) -> Seen {
+        Seen {
+            state: to.map_or(CopyState::Running, |(_, state)| state),
+            started: at(from, t0),
+            ended: to.map(|(ms, _)| at(ms, t0)),
+        }
+    }
+
     #[test]
-    fn copies_start_a_delay_apart_up_to_the_hedges() {
+    fn each_copy_starts_when_the_newest_has_run_the_delay_up_to_the_hedges() {
         let t0 = Instant::now();
-        let run = CopyState::Running;
+        let run = |from| copy(t0, from, None);
         let table = [
             // (copies, now in ms, expected)
             (vec![], 0, Next::Start),
-            (vec![run], 50, Next::Wait(Some(at(100, t0)))),
-            (vec![run], 100, Next::Start),
-            (vec![run, run], 150, Next::Wait(Some(at(200, t0)))),
-            (vec![run, run], 250, Next::Start),
+            (vec![run(0)], 50, Next::Wait(Some(at(100, t0)))),
+            (vec![run(0)], 100, Next::Start),
+            (vec![run(0), run(100)], 150, Next::Wait(Some(at(200, t0)))),
+            (vec![run(0), run(100)], 250, Next::Start),
+            // Counted from the newest, which started late (a failure).
+            (vec![run(0), run(130)], 210, Next::Wait(Some(at(230, t0)))),
             // Two hedges started: wait for an end, however long.
-            (vec![run, run, run], 900, Next::Wait(None)),
+            (vec![run(0), run(100), run(200)], 900, Next::Wait(None)),
         ];
         for (copies, now, expected) in table {
             assert_eq!(
-                next(&copies, t0, at(now, t0), PLAN),
+                next(&copies, at(now, t0), PLAN),
                 expected,
                 "{copies:?} at {now}"
             );
@@ -211,43 +284,100 @@ mod tests {
             may_start: false,
             ..PLAN
         };
-        assert_eq!(next(&[run], t0, at(500, t0), refused), Next::Wait(None));
+        assert_eq!(next(&[run(0)], at(500, t0), refused), Next::Wait(None));
     }
 
     #[test]
     fn the_first_success_wins_and_a_permanent_failure_ends_everything() {
         let t0 = Instant::now();
-        let run = CopyState::Running;
-        let ok = CopyState::Ended(Class::Success);
-        let bad = CopyState::Ended(Class::Permanent);
-        let flaky = CopyState::Ended(Class::Transient);
-        assert_eq!(next(&[run, ok], t0, t0, PLAN), Next::Won { winner: 1 });
+        let run = |from| copy(t0, from, None);
+        let ended = |from, to, class| copy(t0, from, Some((to, CopyState::Ended(class))));
+        let ok = |from, to| ended(from, to, Class::Success);
+        let flaky = |from, to| ended(from, to, Class::Transient);
         assert_eq!(
-            next(&[flaky, run, ok], t0, t0, PLAN),
+            next(&[run(0), ok(100, 120)], t0, PLAN),
+            Next::Won { winner: 1 }
+        );
+        assert_eq!(
+            next(&[flaky(0, 10), run(10), ok(110, 120)], t0, PLAN),
             Next::Won { winner: 2 }
         );
-        assert_eq!(next(&[run, bad], t0, t0, PLAN), Next::Lost { failed: 1 });
-        // A transient failure starts the next copy at once, not at its time.
-        assert_eq!(next(&[flaky], t0, at(10, t0), PLAN), Next::Start);
         assert_eq!(
-            next(&[flaky, run], t0, at(110, t0), PLAN),
-            Next::Wait(Some(at(200, t0)))
+            next(&[run(0), ended(100, 120, Class::Permanent)], t0, PLAN),
+            Next::Lost { failed: 1 }
         );
-        // Every copy failed: the group failed, the schedule goes on.
-        assert_eq!(next(&[flaky, flaky, flaky], t0, t0, PLAN), Next::AllFailed);
-        let throttled = CopyState::Ended(Class::Throttled);
-        assert_eq!(
-            next(
-                &[throttled],
-                t0,
-                t0,
-                Plan {
-                    may_start: false,
-                    ..PLAN
-                }
+    }
+
+    #[test]
+    fn a_transient_failure_starts_the_next_copy_at_once_and_all_failed_goes_to_the_schedule() {
+        let t0 = Instant::now();
+        let run = |from| copy(t0, from, None);
+        let flaky = |from, to| copy(t0, from, Some((to, CopyState::Ended(Class::Transient))));
+        let table = [
+            // The only copy failed: the next at once.
+            (vec![flaky(0, 10)], 10, Next::Start),
+            // Its replacement runs: the next one when it has run the delay.
+            (
+                vec![flaky(0, 10), run(10)],
+                60,
+                Next::Wait(Some(at(110, t0))),
             ),
-            Next::AllFailed
+            // A hedge failed while the first still runs: the next at once.
+            (vec![run(0), flaky(100, 120)], 120, Next::Start),
+            // The first failed while the hedge runs: the next at once too.
+            (vec![flaky(0, 150), run(100)], 150, Next::Start),
+            // Every copy failed: the group failed, the schedule goes on.
+            (
+                vec![flaky(0, 10), flaky(10, 20), flaky(20, 30)],
+                30,
+                Next::AllFailed,
+            ),
+        ];
+        for (copies, now, expected) in table {
+            assert_eq!(
+                next(&copies, at(now, t0), PLAN),
+                expected,
+                "{copies:?} at {now}"
+            );
+        }
+        // Once the next started, not again.
+        let more = Plan { hedges: 3, ..PLAN };
+        assert_eq!(
+            next(&[flaky(0, 150), run(100), run(150)], at(160, t0), more),
+            Next::Wait(Some(at(250, t0)))
         );
+        let refused = Plan {
+            may_start: false,
+            ..PLAN
+        };
+        assert_eq!(next(&[flaky(0, 10)], at(10, t0), refused), Next::AllFailed);
+    }
+
+    #[test]
+    fn a_copy_that_asked_for_a_wait_starts_no_other_and_gives_the_failure() {
+        let t0 = Instant::now();
+        let run = |from| copy(t0, from, None);
+        let waits = |from, to| copy(t0, from, Some((to, CopyState::AskedToWait)));
+        let flaky = |from, to| copy(t0, from, Some((to, CopyState::Ended(Class::Transient))));
+        assert_eq!(next(&[waits(0, 10)], at(10, t0), PLAN), Next::AllFailed);
+        assert_eq!(
+            next(&[run(0), waits(100, 110)], at(500, t0), PLAN),
+            Next::Wait(None)
+        );
+        // All failed: the one that asked for a wait decides, else the last.
+        let group = [waits(0, 50), flaky(100, 300)];
+        assert_eq!(next(&group, at(300, t0), PLAN), Next::AllFailed);
+        assert_eq!(decider(&group), 0);
+        assert_eq!(decider(&[flaky(0, 300), flaky(100, 200)]), 0);
+        assert_eq!(decider(&[flaky(0, 100), flaky(100, 200)]), 1);
+        let (now, hint) = (
+            SystemTime::now(),
+            Some(Hint::RetryAfter(Duration::from_secs(2))),
+        );
+        assert!(asks_to_wait(Class::Transient, hint, None, now));
+        assert!(asks_to_wait(Class::Throttled, None, None, now));
+        assert!(!asks_to_wait(Class::Transient, None, None, now));
+        assert!(!asks_to_wait(Class::Permanent, hint, None, now));
     }
 
     #[test]

@@ -80,7 +80,11 @@ impl Running {
     /// sent SIGTERM and SIGCONT once, as it appears (`terminated`: a second
     /// SIGTERM makes many programs skip their clean shutdown). False when
     /// nothing is left.
-    fn signal_leftovers(&mut self, killing: bool, terminated: &mut Vec<tree::Member>) -> bool {
+    pub(super) fn signal_leftovers(
+        &mut self,
+        killing: bool,
+        terminated: &mut Vec<tree::Member>,
+    ) -> bool {
         if self.own_group {
             reap_group(self.pid);
             if rustix::process::test_kill_process_group(self.pid).is_err() {

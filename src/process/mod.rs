@@ -22,7 +22,7 @@ mod leftovers;
 pub(crate) mod signals;
 mod supervised;
 
-pub(crate) use supervised::{Supervised, wait_for};
+pub(crate) use supervised::{Cleanup, Supervised, wait_for};
 mod tree;
 pub(crate) mod watchdog;
 

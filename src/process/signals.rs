@@ -51,6 +51,16 @@ pub(crate) enum Event {
     ChildChanged,
 }
 
+impl Event {
+    /// The terminating signal it is, if it is one.
+    pub(crate) fn terminating(self) -> Option<i32> {
+        match self {
+            Event::Signal { signal, .. } => Some(signal),
+            _ => None,
+        }
+    }
+}
+
 /// The source of [`Event`]s: the self-pipe the signal handlers write to.
 pub(crate) struct Events {
     pipe: SignalPipe,
@@ -112,13 +122,6 @@ pub(crate) fn install() -> Result<SignalEvents> {
 }
 
 impl Events {
-    /// What becomes readable (set, on Windows) when an event arrives,
-    /// for a wait elsewhere to give up on (it is not taken: `next` still
-    /// hands the event out).
-    pub(crate) fn wakes(&self) -> crate::sys::fd::BorrowedFd<'_> {
-        self.pipe.readable()
-    }
-
     /// The next event, waiting until `until` at most (`None`: no limit).
     /// Returns `None` when the time is up first.
     pub(crate) fn next(&mut self, until: Option<Instant>) -> Option<Event> {
@@ -144,7 +147,7 @@ impl Events {
     }
 
     /// Move what the handlers recorded into the queue.
-    pub(crate) fn collect(&mut self) {
+    fn collect(&mut self) {
         for arrival in self.pipe.take() {
             // Where the sender cannot be told (macOS), a terminal's signal
             // is presumed when retry's group is the terminal's foreground:

@@ -166,6 +166,112 @@ impl Supervised {
     pub(crate) fn was_superseded(&self) -> bool {
         self.superseded
     }
+
+    /// Tell the watchdog again what to end should retry die now (after a
+    /// release that was for another attempt).
+    pub(crate) fn guard_again(&mut self) {
+        self.running.guard();
+    }
+
+    /// It ended as `process` while other attempts run on (the copies of a
+    /// hedged attempt): what [`finish`](Self::finish) does, without waiting
+    /// for what it left in its group. That group is sent SIGTERM now, and
+    /// the [`Cleanup`] returned ends the rest a step at a time, so that
+    /// the other copies are looked after meanwhile. In retry's group
+    /// (never for copies), the clean-up is [`finish`](Self::finish)'s.
+    pub(crate) fn finish_apart(
+        self,
+        process: ProcessEnd,
+        events: &mut Events,
+    ) -> (Ending, Option<Cleanup>) {
+        if !self.running.own_group {
+            return (self.finish(process, events), None);
+        }
+        let Supervised {
+            mut running,
+            kill_after,
+            timed_out,
+            killed,
+            superseded,
+            interrupted,
+            kill_at,
+            ..
+        } = self;
+        running.take_terminal_back();
+        let succeeded = process == ProcessEnd::Exited(0) && !timed_out && !superseded;
+        if !succeeded {
+            // Before the leader is reaped: its group id is still ours.
+            let _ = rustix::process::kill_process_group(running.pid, Signal::TERM);
+            let _ = rustix::process::kill_process_group(running.pid, Signal::CONT);
+        }
+        running.reap();
+        let ending = Ending {
+            process,
+            timed_out,
+            killed,
+            interrupted,
+        };
+        if succeeded {
+            return (ending, None);
+        }
+        let now = Instant::now();
+        // A signal to retry, or an end past its own SIGKILL: no more grace.
+        let kill_at = match (interrupted, kill_at) {
+            (Some(_), _) => now,
+            (None, Some(at)) => at.min(now + kill_after),
+            (None, None) => now + kill_after,
+        };
+        let mut cleanup = Cleanup {
+            running,
+            kill_at,
+            give_up: kill_at + Duration::from_secs(2),
+        };
+        let left = cleanup.step(now);
+        (ending, left.then_some(cleanup))
+    }
+}
+
+/// What an attempt that ended left in its process group, ended a step at
+/// a time while other attempts run on ([`Supervised::finish_apart`]):
+/// SIGKILL at `--kill-after` (at once after a signal to retry), given up
+/// 2 seconds later (a process the kernel holds, in an uninterruptible
+/// wait, cannot be ended), as [`Running::end_leftovers`] does.
+pub(crate) struct Cleanup {
+    running: Running,
+    kill_at: Instant,
+    give_up: Instant,
+}
+
+impl Cleanup {
+    /// One look: reap what ended, SIGKILL what is left when its time has
+    /// come. False once nothing is left (or the look is given up).
+    pub(crate) fn step(&mut self, now: Instant) -> bool {
+        let killing = now >= self.kill_at;
+        // Sent SIGTERM when the attempt ended: the group, not one by one.
+        let mut terminated = Vec::new();
+        self.running.signal_leftovers(killing, &mut terminated) && now < self.give_up
+    }
+
+    /// When to look again: SIGKILL's time, else soon (what is left ends
+    /// without a word to retry where orphans go to init).
+    pub(crate) fn wake(&self, now: Instant) -> Instant {
+        let soon = now + Duration::from_millis(50);
+        if now < self.kill_at {
+            soon.min(self.kill_at)
+        } else {
+            soon.min(self.give_up)
+        }
+    }
+
+    /// Retry got a terminating signal: what is left is killed at once.
+    pub(crate) fn hurry(&mut self, now: Instant) {
+        self.kill_at = self.kill_at.min(now);
+    }
+
+    /// Tell the watchdog again to end this group should retry die now.
+    pub(crate) fn guard_again(&mut self) {
+        self.running.guard();
+    }
 }
 
 /// Wait until one of `attempts` may have ended, `until` passes or an event

@@ -1,9 +1,13 @@
 //! What each copy of a hedged attempt reads: the same whole input, or
 //! nothing. Copies run at once, so one stream cannot be shared (each would
 //! get part of it, measured: two readers of one pipe each got a part): a
-//! replayed input is read to its end before the first copy starts, and each
-//! copy is fed the spool through a pipe of its own. A terminal or a pipe
-//! without `--stdin replay` is refused before anything runs.
+//! replayed input is read to its end before the first copy starts (cut
+//! short by a signal to retry or `--max-time`: then no attempt starts),
+//! and each copy is fed the spool through a pipe of its own; a regular
+//! file under `--stdin replay` is fed to each from where retry found it,
+//! read apart (`pread`), so the copies share no offset. A terminal, and a
+//! pipe or file without `--stdin replay`, are refused before anything
+//! runs; a pipe whose writer left it empty holds nothing to share.
 
 use std::fs::File;
 use std::time::Duration;
@@ -26,54 +30,60 @@ pub(super) struct CopyStdin {
     pub(super) feed: Option<Feed>,
 }
 
-/// The whole spooled input, to write into one copy's pipe.
+/// The whole input, to write into one copy's pipe: the replay's spool,
+/// or the file on stdin from retry's offset to its end.
 pub(super) struct Feed {
     spool: File,
+    start: u64,
     length: u64,
     pipe: OwnedFd,
 }
 
+/// Why copies cannot be given stdin, and what to do instead.
+const TERMINAL: &str = "stdin is a terminal, which copies cannot share: give --stdin null, or the input from a file or pipe with --stdin replay";
+const SHARED: &str = "stdin would be read by every copy at once, each getting a part of it: give --stdin replay (each copy gets the whole input) or --stdin null";
+
 impl StdinSource {
-    /// Why copies of an attempt could not share this input, if so: a
-    /// terminal (keystrokes cannot be shared), a pipe or a regular file
-    /// read as it is (one offset for all copies).
-    pub(super) fn unshareable(&self) -> Option<&'static str> {
+    /// Why copies of an attempt could not share this input, if so, and
+    /// what to give instead: a terminal (keystrokes cannot be shared), a
+    /// pipe, or a regular file without `--stdin replay` (one offset for
+    /// all copies). `replay`: `--stdin replay` was given.
+    pub(super) fn unshareable(&self, replay: bool) -> Option<&'static str> {
+        let fd = own_fd(0);
+        let spent = || crate::sys::fd::pipe_spent_within(fd, SPENT_WITHIN);
         match self {
             StdinSource::Null | StdinSource::Replay(_) => None,
-            StdinSource::Inherit => {
-                let fd = own_fd(0);
-                if std::io::IsTerminal::is_terminal(&fd) {
-                    return Some("stdin is a terminal, which copies cannot share");
-                }
-                match crate::sys::fd::kind(fd) {
-                    Some(HandleKind::Regular | HandleKind::Pipe) => {
-                        Some("stdin would be read by every copy at once, each getting a part of it")
-                    }
-                    Some(HandleKind::Other) | None => None,
-                }
-            }
+            StdinSource::Rewind { .. } if replay => None,
+            StdinSource::Inherit if std::io::IsTerminal::is_terminal(&fd) => Some(TERMINAL),
+            StdinSource::Inherit => match crate::sys::fd::kind(fd) {
+                Some(HandleKind::Other) | None => None,
+                // A pipe found spent at the start (`true | retry ...`).
+                Some(HandleKind::Pipe) if spent() => None,
+                Some(HandleKind::Pipe | HandleKind::Regular) => Some(SHARED),
+            },
             // A pipe whose writer is gone without a word (a harness that
             // gave an empty stdin) holds nothing to share: looked at for a
             // moment, as its writer may close it just after starting us.
-            StdinSource::SharedPipe
-                if crate::sys::fd::pipe_spent_within(own_fd(0), SPENT_WITHIN) =>
-            {
-                None
-            }
-            StdinSource::SharedPipe | StdinSource::Rewind { .. } => {
-                Some("stdin would be read by every copy at once, each getting a part of it")
-            }
+            StdinSource::SharedPipe if spent() => None,
+            StdinSource::SharedPipe | StdinSource::Rewind { .. } => Some(SHARED),
         }
     }
 
     /// Before the first copy: a replayed input is read to its end into the
-    /// spool, so that every copy can be given all of it. False when
-    /// `cancel` (a signal) cut it short: the copies then start with what
-    /// was read, and the signal ends them and the run.
-    pub(super) fn read_whole(&mut self, cancel: BorrowedFd<'_>) -> Result<bool> {
+    /// spool, so that every copy can be given all of it, unless `give_up`
+    /// says so first. True when it was (or there is nothing to read).
+    pub(super) fn read_whole(&mut self, give_up: &dyn Fn() -> bool) -> Result<bool> {
         match self {
-            StdinSource::Replay(spool) => spool.read_to_end(cancel),
+            StdinSource::Replay(spool) => spool.read_to_end(give_up),
             _ => Ok(true),
+        }
+    }
+
+    /// Whether each copy can be given the whole input now.
+    pub(super) fn whole_for_copies(&self) -> bool {
+        match self {
+            StdinSource::Replay(spool) => spool.is_whole(),
+            _ => true,
         }
     }
 
@@ -85,17 +95,14 @@ impl StdinSource {
                 feed: None,
             },
             StdinSource::Replay(spool) => {
-                let (reader, writer) = crate::sys::fd::pipe().context("creating the stdin pipe")?;
-                crate::sys::fd::set_nonblocking(writer.as_fd())?;
                 let (spool, length) = spool.whole();
-                CopyStdin {
-                    io: ChildIo::Fd(reader),
-                    feed: Some(Feed {
-                        spool: spool.try_clone().context("sharing the stdin spool")?,
-                        length,
-                        pipe: writer,
-                    }),
-                }
+                let spool = spool.try_clone().context("sharing the stdin spool")?;
+                fed(spool, 0, length)?
+            }
+            // Read apart from where retry found it, to its end.
+            StdinSource::Rewind { offset } => {
+                let file = own_fd(0).try_clone_to_owned().context("sharing stdin")?;
+                fed(File::from(file), *offset, u64::MAX)?
             }
             _ => CopyStdin {
                 io: ChildIo::Inherit,
@@ -103,6 +110,24 @@ impl StdinSource {
             },
         })
     }
+}
+
+/// A copy's stdin fed `length` bytes of `spool` from `start` (or to its
+/// end) through a pipe of its own.
+fn fed(spool: File, start: u64, length: u64) -> Result<CopyStdin> {
+    let (reader, writer) = crate::sys::fd::pipe().context("creating the stdin pipe")?;
+    // Our end never blocks, so ending a copy cannot hang on one that
+    // stopped reading.
+    crate::sys::fd::set_nonblocking(writer.as_fd())?;
+    Ok(CopyStdin {
+        io: ChildIo::Fd(reader),
+        feed: Some(Feed {
+            spool,
+            start,
+            length,
+            pipe: writer,
+        }),
+    })
 }
 
 impl Feed {
@@ -113,9 +138,11 @@ impl Feed {
         let mut buffer = vec![0u8; 64 * 1024];
         let mut offset = 0;
         while offset < self.length {
-            let want = buffer.len().min((self.length - offset) as usize);
-            let count = crate::sys::fs::read_at(&self.spool, &mut buffer[..want], offset)
-                .context("reading the stdin spool")?;
+            let left = usize::try_from(self.length - offset).unwrap_or(usize::MAX);
+            let want = buffer.len().min(left);
+            let count =
+                crate::sys::fs::read_at(&self.spool, &mut buffer[..want], self.start + offset)
+                    .context("reading the stdin spool")?;
             if count == 0 || !super::stdin::send(&self.pipe, &buffer[..count], cancel) {
                 break;
             }

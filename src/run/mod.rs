@@ -132,6 +132,7 @@ pub(crate) fn run(
     run.setup.probing = probing;
     run.announce(reporter);
     run.plan_hedging(reporter)?;
+    run.read_input_for_copies()?;
     let plan = run.plan();
     let mut backoff = config.policy.sleeps();
     let Ended {

@@ -25,6 +25,15 @@ pub(super) struct Lost {
     warned: Vec<Stream>,
 }
 
+impl Lost {
+    /// The attempt's stdout did not all reach its place (a hedged
+    /// attempt's deciding copy): `what` went wrong. Delivering it after a
+    /// success then fails.
+    pub(super) fn stdout_lost(&mut self, what: String) {
+        self.stdout = Some(what);
+    }
+}
+
 impl Run<'_> {
     /// Output the attempt's pumps could not write on: warn once per
     /// stream, and remember what happened to stdout (delivering it after a

@@ -244,14 +244,32 @@ fn read_more(
 
 impl Spool {
     /// Read the rest of our stdin into the spool, to its end (hedged
-    /// attempts: every copy is given all of it); false when `cancel` (a
-    /// signal's arrival) cut it short.
-    pub(super) fn read_to_end(&mut self, cancel: BorrowedFd<'_>) -> Result<bool> {
+    /// attempts: every copy is given all of it), unless `give_up` says so
+    /// first (a signal to retry, `--max-time`: an input that never ends
+    /// is not waited for past them). True when the input was read whole.
+    pub(super) fn read_to_end(&mut self, give_up: &dyn Fn() -> bool) -> Result<bool> {
         let stdin = own_fd(0);
         let mut buffer = vec![0u8; CHUNK];
         while !self.at_eof {
-            let Some(count) = read_more(stdin, &mut buffer, cancel)? else {
+            if give_up() {
                 return Ok(false);
+            }
+            // Read only what is there: a read that waits could not be cut
+            // short by a signal.
+            if !crate::sys::fd::readable_within(stdin, crate::sys::fd::STALL_SLICE) {
+                continue;
+            }
+            let count = match crate::sys::fd::read(stdin, &mut buffer) {
+                Ok(count) => count,
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) =>
+                {
+                    continue;
+                }
+                Err(err) => return Err(err).context("reading stdin"),
             };
             if count == 0 {
                 self.at_eof = true;
@@ -266,6 +284,11 @@ impl Spool {
             self.length += count as u64;
         }
         Ok(true)
+    }
+
+    /// Whether the spool holds the whole input (its end was read).
+    pub(super) fn is_whole(&self) -> bool {
+        self.at_eof
     }
 
     /// The spool's file and how much of it holds the input.

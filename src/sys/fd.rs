@@ -91,6 +91,13 @@ pub(crate) fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
     }
 }
 
+/// Whether `fd` has bytes to read (or is at its end, or in error: the
+/// read says which) within `within`.
+pub(crate) fn readable_within(fd: BorrowedFd<'_>, within: std::time::Duration) -> bool {
+    let mut watch = [Watch::new(fd, PollFlags::IN)];
+    !matches!(super::wait::wait_for(&mut watch, within), Ok(0))
+}
+
 /// Whether pipe `fd` ends (its writer gone) without a byte within
 /// `within`: a writer may close it just after starting us.
 pub(crate) fn pipe_spent_within(fd: BorrowedFd<'_>, within: std::time::Duration) -> bool {

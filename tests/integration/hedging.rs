@@ -1,7 +1,9 @@
 //! Hedged attempts (`--hedge-after`, `--hedges`): a slow attempt gets
 //! copies, the first success wins, the others are ended (superseded) and
 //! nothing of them reaches retry's stdout; copies that cannot share their
-//! input (or a terminal) are refused before anything runs.
+//! input (or a terminal) are refused before anything runs; when the next
+//! copy starts (`hedging_io`: their input and output; `hedging_signals`: a
+//! signal to retry, and a copy that cannot be set up).
 
 use std::io::Write;
 use std::process::Stdio;
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::util::*;
 
 /// `retry ARGS -- sh -c BODY` with stdin from /dev/null: its output.
-fn hedged(args: &[&str], body: &str) -> std::process::Output {
+pub(crate) fn hedged(args: &[&str], body: &str) -> std::process::Output {
     retry_std()
         .args(args)
         .args(["--", "sh", "-c", body])
@@ -141,7 +143,10 @@ fn a_permanent_failure_of_any_copy_ends_the_run_and_transient_ones_fall_back_to_
 }
 
 /// `retry --log-format json ARGS -- sh -c BODY`, stdin from /dev/null.
-fn json_run_null(args: &[&str], body: &str) -> (std::process::Output, Vec<serde_json::Value>) {
+pub(crate) fn json_run_null(
+    args: &[&str],
+    body: &str,
+) -> (std::process::Output, Vec<serde_json::Value>) {
     let out = retry_std()
         .args(["--log-format", "json"])
         .args(args)
@@ -256,4 +261,112 @@ fn p95_learns_from_earlier_successful_runs_of_the_circuit() {
         stderr.contains("--hedge-after p95: 100ms (the 95th percentile of the last 5 successful attempts of learned)"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_failed_copy_starts_the_next_at_once_and_each_waits_for_the_newest() {
+    let marker = marker();
+    let args = [
+        "--hedge-after",
+        "2s",
+        "--hedges",
+        "2",
+        "--kill-after",
+        "500ms",
+    ];
+    // Copy 0 hangs, copy 1 (after one delay) fails at once: copy 2 starts
+    // then, not a second delay later, and wins.
+    let body = format!("case $RETRY_HEDGE in 0) sleep {marker};; 1) exit 3;; *) echo won;; esac");
+    let started = Instant::now();
+    let out = hedged(&args, &body);
+    let took = started.elapsed();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(
+        (out.status.code(), stdout.as_str()),
+        (Some(0), "won\n"),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_millis(3500), "two delays: {took:?}");
+    // Copy 0 fails at once, copy 1 (started then) hangs: copy 2 starts a
+    // delay after copy 1, not two after copy 0.
+    let body = format!("case $RETRY_HEDGE in 0) exit 3;; 1) sleep {marker};; *) echo won;; esac");
+    let started = Instant::now();
+    let out = hedged(&args, &body);
+    let took = started.elapsed();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(
+        (out.status.code(), stdout.as_str()),
+        (Some(0), "won\n"),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_millis(3500), "two delays: {took:?}");
+    assert!(
+        none_left(&marker, Duration::from_secs(3)),
+        "a copy outlived the run"
+    );
+}
+
+#[test]
+fn a_copy_that_asks_for_a_wait_starts_no_other_and_its_wait_is_kept() {
+    // Every copy fails at once asking for a wait: no hedge is sent to a
+    // server that asked to slow down.
+    let dir = scratch();
+    let body = format!(
+        "{}; echo retry-after=300ms > \"$RETRY_HINT_FILE\"; exit 3",
+        tally(dir.path(), "copies")
+    );
+    let (out, _) = json_run_null(
+        &["--hedge-after", "100ms", "--hedges", "3", "-n", "2"],
+        &body,
+    );
+    assert_eq!(out.status.code(), Some(3), "{:?}", texts(&out));
+    assert_eq!(
+        lines(dir.path(), "copies"),
+        2,
+        "hedges started after a wait was asked for"
+    );
+    // A hedge asks for a wait while the first copy runs on: no third copy,
+    // and the first copy's later plain failure does not hide the wait.
+    let dir = scratch();
+    let body = format!(
+        "{}; if [ \"$RETRY_HEDGE\" = 1 ]; then echo retry-after=1500ms > \"$RETRY_HINT_FILE\"; exit 3; fi; sleep 0.6; exit 3",
+        tally(dir.path(), "copies")
+    );
+    let args = [
+        "--hedge-after",
+        "100ms",
+        "--hedges",
+        "2",
+        "-n",
+        "2",
+        "-d",
+        "1ms",
+    ];
+    let (out, events) = json_run_null(&args, &body);
+    assert_eq!(out.status.code(), Some(3), "{events:?}");
+    assert_eq!(lines(dir.path(), "copies"), 4, "{events:?}");
+    let sleeps: Vec<u64> = events
+        .iter()
+        .filter(|e| e["event"] == "sleep")
+        .map(|e| e["delay_ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sleeps, [1500], "{events:?}");
+}
+
+#[test]
+fn a_delay_not_under_the_timeout_is_warned_about() {
+    // Copies would never run together: each that times out is followed at
+    // once by the next.
+    let out = hedged(
+        &["--hedge-after", "500ms", "--timeout", "200ms", "-n", "1"],
+        "sleep 5",
+    );
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(
+        stderr.contains("--hedge-after 500ms is not under --timeout 200ms"),
+        "{stderr}"
+    );
+    let out = hedged(&["--hedge-after", "100ms", "--timeout", "5s"], "true");
+    assert!(!texts(&out).1.contains("not under"), "{:?}", texts(&out));
 }

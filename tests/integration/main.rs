@@ -36,6 +36,10 @@ mod fleet_deployments;
 #[cfg(unix)]
 mod hedging;
 #[cfg(unix)]
+mod hedging_io;
+#[cfg(unix)]
+mod hedging_signals;
+#[cfg(unix)]
 mod hooks;
 #[cfg(unix)]
 mod house;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use crate::outcome::ProcessEnd;
 use crate::sys::spawn::{Request, Started};
 pub(crate) use launch::{ChildIo, Launch, shell};
-pub(crate) use supervised::{Supervised, wait_for};
+pub(crate) use supervised::{Cleanup, Supervised, wait_for};
 
 /// The exit code the processes of a job ended by a time limit get.
 pub(super) const TIMED_OUT_CODE: u32 = 124;

@@ -25,6 +25,18 @@ pub(crate) enum Event {
     Signal { signal: i32, from_terminal: bool },
 }
 
+impl Event {
+    /// The terminating signal it is (every console event is one).
+    #[allow(
+        clippy::unnecessary_wraps,
+        reason = "Unix's events are not all signals"
+    )]
+    pub(crate) fn terminating(self) -> Option<i32> {
+        let Event::Signal { signal, .. } = self;
+        Some(signal)
+    }
+}
+
 /// The run's events.
 pub(crate) struct Events {
     pipe: SignalPipe,

@@ -125,9 +125,48 @@ impl Supervised {
         self.superseded
     }
 
+    /// Nothing to tell: no watchdog (the job's kill-on-close does its work).
+    #[allow(clippy::unused_self, reason = "Unix's tells its watchdog")]
+    pub(crate) fn guard_again(&mut self) {}
+
+    /// It ended as `process` while other attempts run on: as
+    /// [`finish`](Self::finish), which never waits on Windows (what a
+    /// failed copy left ends with its job at once), so nothing is left to
+    /// end a step at a time.
+    pub(crate) fn finish_apart(
+        self,
+        process: ProcessEnd,
+        events: &mut Events,
+    ) -> (Ending, Option<Cleanup>) {
+        (self.finish(process, events), None)
+    }
+
     /// What is set when its process ends.
     fn handle(&self) -> BorrowedFd<'_> {
         self.running.started.child.as_fd()
+    }
+}
+
+/// What a copy left, ended a step at a time while others run on: never on
+/// Windows, where [`Supervised::finish_apart`] ends it with the job at once
+/// (no value of this type exists).
+pub(crate) enum Cleanup {}
+
+impl Cleanup {
+    pub(crate) fn step(&mut self, _now: Instant) -> bool {
+        match *self {}
+    }
+
+    pub(crate) fn wake(&self, _now: Instant) -> Instant {
+        match *self {}
+    }
+
+    pub(crate) fn hurry(&mut self, _now: Instant) {
+        match *self {}
+    }
+
+    pub(crate) fn guard_again(&mut self) {
+        match *self {}
     }
 }
 

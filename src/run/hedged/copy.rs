@@ -2,7 +2,6 @@
 //! pipes and pumps, and what is left of it once its process ended.
 
 use std::fs::File;
-use std::io::{BufRead, Seek, Write};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -10,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::outcome::Ending;
-use crate::policy::hedging::CopyState;
-use crate::process::{ChildIo, Launch, Supervised};
+use crate::policy::hedging::{CopyState, Seen};
+use crate::process::{ChildIo, Cleanup, Launch, Supervised};
 use crate::run::Run;
 use crate::run::copy_stdin::CopyStdin;
 use crate::run::one_attempt::{Judged, child_env};
@@ -38,6 +37,39 @@ pub(super) struct Copy {
     pub(super) cancels: usize,
     pub(super) state: CopyState,
     pub(super) judged: Option<Judged>,
+    /// When it was judged.
+    pub(super) ended: Option<Instant>,
+    /// What its process left in its group, being ended.
+    pub(super) cleanup: Option<Cleanup>,
+    /// Its stdout did not all reach its spool: what went wrong.
+    pub(super) lost_stdout: Option<String>,
+}
+
+impl Copy {
+    /// As the decision sees it.
+    pub(super) fn seen(&self) -> Seen {
+        Seen {
+            state: self.state,
+            started: self.started,
+            ended: self.ended,
+        }
+    }
+
+    /// Whether anything of it is left to look after: its process, or what
+    /// it left in its group.
+    pub(super) fn live(&self) -> bool {
+        self.supervised.is_some() || self.cleanup.is_some() || self.not_started.is_some()
+    }
+
+    /// Tell the watchdog again what of it to end should retry die now.
+    pub(super) fn guard_again(&mut self) {
+        if let Some(supervised) = &mut self.supervised {
+            supervised.guard_again();
+        }
+        if let Some(cleanup) = &mut self.cleanup {
+            cleanup.guard_again();
+        }
+    }
 }
 
 /// What starting one copy needs (all of it outlives the copies' threads).
@@ -110,23 +142,6 @@ impl Run<'_> {
     }
 }
 
-/// A hedge's held stderr on retry's stderr, each line marked `[hedge N]`.
-pub(super) fn say_marked(stderr: &mut File, number: u64) -> Result<()> {
-    stderr.rewind()?;
-    let mut err = std::io::stderr().lock();
-    let reader = std::io::BufReader::new(stderr);
-    for line in reader.split(b'\n') {
-        let mut line = line?;
-        line.push(b'\n');
-        let mut marked = format!("[hedge {number}] ").into_bytes();
-        marked.extend_from_slice(&line);
-        if err.write_all(&marked).is_err() {
-            break;
-        }
-    }
-    Ok(())
-}
-
 /// A new spool for a copy's output, in the temporary directory.
 fn spool() -> Result<File> {
     let dir = safe_fs::temp_dir();
@@ -197,5 +212,8 @@ pub(super) fn start_copy<'scope, 'env>(
         cancels: number as usize,
         state: CopyState::Running,
         judged: None,
+        ended: None,
+        cleanup: None,
+        lost_stdout: None,
     })
 }

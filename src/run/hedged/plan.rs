@@ -29,10 +29,9 @@ impl Run<'_> {
         let Some(hedging) = &config.hedging else {
             return Ok(());
         };
-        if let Some(why) = self.files.stdin.unshareable() {
-            anyhow::bail!(
-                "--hedge-after: {why}: give --stdin replay (each copy gets the whole input) or --stdin null"
-            );
+        let replay = config.stdin == crate::cli::StdinMode::Replay;
+        if let Some(why) = self.files.stdin.unshareable(replay) {
+            anyhow::bail!("--hedge-after: {why}");
         }
         let state = config
             .circuit
@@ -80,10 +79,39 @@ impl Run<'_> {
                 }
             }
         };
+        if let (Some(delay), Some(timeout)) = (delay, config.timeout)
+            && delay >= timeout
+        {
+            reporter.warning(
+                warning::HEDGING,
+                &format!(
+                    "--hedge-after {} is not under --timeout {}: copies never run together; each copy that times out is followed at once by the next, without a sleep",
+                    crate::values::human(delay),
+                    crate::values::human(timeout)
+                ),
+            );
+        }
         self.setup.hedge = delay.map(|delay| HedgePlan {
             delay,
             hedges: hedging.hedges,
         });
+        Ok(())
+    }
+
+    /// Before the first attempt of a hedged run: a replayed input read to
+    /// its end, so that each copy can be given all of it. An input that
+    /// does not end is read until a signal to retry or `--max-time`; the
+    /// run then ends on that, before any attempt.
+    pub(in crate::run) fn read_input_for_copies(&mut self) -> Result<()> {
+        if self.setup.hedge.is_none() {
+            return Ok(());
+        }
+        let deadline = self.setup.limits.deadline;
+        let give_up = || {
+            crate::process::signals::terminating_arrived()
+                || deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        };
+        self.files.stdin.read_whole(&give_up)?;
         Ok(())
     }
 

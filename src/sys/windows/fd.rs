@@ -236,6 +236,24 @@ pub(crate) fn pipe_is_spent(fd: BorrowedFd<'_>) -> bool {
     available(fd).is_none()
 }
 
+/// Whether `fd` has bytes to read (or is at its end, or is no pipe: the
+/// read says) within `within`, looked at 1 to 20 ms apart (a pipe cannot
+/// be waited on).
+pub(crate) fn readable_within(fd: BorrowedFd<'_>, within: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + within;
+    let mut pause = 1;
+    loop {
+        if available(fd) != Some(0) {
+            return true;
+        }
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+        pause = (pause * 2).min(20);
+    }
+}
+
 /// Whether pipe `fd` ends (its writer gone) without a byte within
 /// `within` (looked at every 10 ms: a pipe cannot be waited on).
 pub(crate) fn pipe_spent_within(fd: BorrowedFd<'_>, within: std::time::Duration) -> bool {
