@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::stdin::StdinSource;
+use crate::cli::StdinMode;
 use crate::process::ChildIo;
 use crate::sys::fd::{AsFd, BorrowedFd, HandleKind, OwnedFd, own_fd};
 
@@ -40,21 +41,26 @@ pub(super) struct Feed {
 }
 
 /// Why copies cannot be given stdin, and what to do instead.
-const TERMINAL: &str = "stdin is a terminal, which copies cannot share: give --stdin null, or the input from a file or pipe with --stdin replay";
+const TERMINAL: &str = "stdin is a terminal, which copies cannot share: give --stdin null (what the default, --stdin auto, gives copies), or the input from a file or pipe with --stdin replay";
 const SHARED: &str = "stdin would be read by every copy at once, each getting a part of it: give --stdin replay (each copy gets the whole input) or --stdin null";
 
 impl StdinSource {
     /// Why copies of an attempt could not share this input, if so, and
     /// what to give instead: a terminal (keystrokes cannot be shared), a
     /// pipe, or a regular file without `--stdin replay` (one offset for
-    /// all copies). `replay`: `--stdin replay` was given.
-    pub(super) fn unshareable(&self, replay: bool) -> Option<&'static str> {
+    /// all copies). `mode`: the `--stdin` given. A terminal under the
+    /// default `auto` is no refusal: the copies read nothing from it (as
+    /// `--stdin null`), so that a command typed at a prompt hedges.
+    pub(super) fn unshareable(&self, mode: StdinMode) -> Option<&'static str> {
+        let replay = mode == StdinMode::Replay;
         let fd = own_fd(0);
         let spent = || crate::sys::fd::pipe_spent_within(fd, SPENT_WITHIN);
         match self {
             StdinSource::Null | StdinSource::Replay(_) => None,
             StdinSource::Rewind { .. } if replay => None,
-            StdinSource::Inherit if std::io::IsTerminal::is_terminal(&fd) => Some(TERMINAL),
+            StdinSource::Inherit if std::io::IsTerminal::is_terminal(&fd) => {
+                (mode != StdinMode::Auto).then_some(TERMINAL)
+            }
             StdinSource::Inherit => match crate::sys::fd::kind(fd) {
                 Some(HandleKind::Other) | None => None,
                 // A pipe found spent at the start (`true | retry ...`).
@@ -104,11 +110,21 @@ impl StdinSource {
                 let file = own_fd(0).try_clone_to_owned().context("sharing stdin")?;
                 fed(File::from(file), *offset, u64::MAX)?
             }
+            // A terminal under `--stdin auto`: keystrokes cannot be shared.
+            StdinSource::Inherit if self.is_terminal() => CopyStdin {
+                io: ChildIo::Null,
+                feed: None,
+            },
             _ => CopyStdin {
                 io: ChildIo::Inherit,
                 feed: None,
             },
         })
+    }
+
+    /// Whether copies would inherit a terminal.
+    pub(super) fn is_terminal(&self) -> bool {
+        matches!(self, StdinSource::Inherit) && std::io::IsTerminal::is_terminal(&own_fd(0))
     }
 }
 

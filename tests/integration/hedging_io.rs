@@ -144,6 +144,32 @@ fn a_terminal_is_refused_with_advice_that_works_for_it() {
 }
 
 #[test]
+fn typed_at_a_prompt_the_copies_read_nothing_from_the_terminal() {
+    let script = std::path::Path::new("/usr/bin/script");
+    if !script.exists() {
+        eprintln!("skipping: no script(1) to give retry a terminal");
+        return;
+    }
+    // The default --stdin auto: copies get no stdin (keystrokes cannot be
+    // shared), and the run goes ahead.
+    let command = "if [ -t 0 ]; then echo a terminal; else echo no terminal; fi; cat";
+    let out = std::process::Command::new(script)
+        .args(["-qec"])
+        .arg(format!("{BIN} -v --hedge-after 1s -- sh -c '{command}'"))
+        .arg("/dev/null")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, _) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("no terminal"), "{stdout}");
+    assert!(
+        stdout.contains("copies cannot share: they read nothing"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_winner_whose_stdout_did_not_fit_its_spool_is_not_delivered_in_part() {
     let Some(disk) = SmallDisk::mount("1m", "a full spool") else {
         return;

@@ -29,9 +29,13 @@ impl Run<'_> {
         let Some(hedging) = &config.hedging else {
             return Ok(());
         };
-        let replay = config.stdin == crate::cli::StdinMode::Replay;
-        if let Some(why) = self.files.stdin.unshareable(replay) {
+        if let Some(why) = self.files.stdin.unshareable(config.stdin) {
             anyhow::bail!("--hedge-after: {why}");
+        }
+        if self.files.stdin.is_terminal() {
+            reporter.policy(
+                "--hedge-after: stdin is a terminal, which copies cannot share: they read nothing (as --stdin null)",
+            );
         }
         let state = config
             .circuit
