@@ -1115,7 +1115,12 @@ def builds(group):
     """The builds measured, the compiler and the commit, and the command
     that reproduces the block."""
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    # Changes to the sources measured (not to BENCHMARKS.md, which this run rewrites).
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)BENCHMARKS.md"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    commit += " with uncommitted changes" if changed else ""
     made = {label: f"`{os.path.relpath(binary, ROOT) if binary.startswith(ROOT + os.sep) else binary}`" for label, binary, _ in BUILDS}
     return (
         f"Builds: {', '.join(f'{label} = {made[label]} ({what})' for label, _, what in BUILDS)}; {rustc}; commit {commit}.\n"
