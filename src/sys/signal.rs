@@ -180,14 +180,7 @@ pub(crate) fn to_send(signal: i32) -> Option<rustix::process::Signal> {
 
 /// Whether `signal`'s disposition is "ignore" now.
 pub(crate) fn is_ignored(signal: i32) -> bool {
-    // SAFETY: querying a disposition (null new action) changes nothing.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(signal, std::ptr::null(), &raw mut old) == 0 {
-            return old.sa_sigaction == libc::SIG_IGN;
-        }
-    }
-    kept::handler(signal) == Some(libc::SIG_IGN)
+    handler_of(signal) == Some(libc::SIG_IGN)
 }
 
 /// Give `signal` its default action.
@@ -200,9 +193,38 @@ pub(crate) fn ignore(signal: i32) {
     set_handler(signal, libc::SIG_IGN);
 }
 
+/// Counts the changes retry makes to its dispositions, so that what is
+/// worked out from them (`sys::spawn::child_resets`) is worked out again
+/// after one.
+static CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// How many times retry has changed its dispositions.
+pub(crate) fn generation() -> u64 {
+    CHANGES.load(Ordering::Acquire)
+}
+
+/// Say that a disposition changed (async-signal-safe).
+pub(crate) fn changed() {
+    CHANGES.fetch_add(1, Ordering::AcqRel);
+}
+
+/// `signal`'s handler now (`SIG_DFL`, `SIG_IGN` or a function), or `None`
+/// if it cannot be asked.
+pub(crate) fn handler_of(signal: i32) -> Option<libc::sighandler_t> {
+    // SAFETY: querying a disposition (null new action) changes nothing.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &raw mut old) == 0 {
+            return Some(old.sa_sigaction);
+        }
+    }
+    kept::handler(signal)
+}
+
 /// `SIG_DFL` or `SIG_IGN` for `signal`, through the system call where the
 /// C library refuses the number.
 fn set_handler(signal: i32, handler: libc::sighandler_t) {
+    changed();
     // SAFETY: a disposition of our own process; no handler function is
     // involved.
     let refused = unsafe { libc::signal(signal, handler) } == libc::SIG_ERR;

@@ -36,6 +36,10 @@ static SLOTS: [AtomicU8; SIGNALS] = [const { AtomicU8::new(0) }; SIGNALS];
 static WAKE: AtomicI32 = AtomicI32::new(-1);
 /// Set by the handler of a signal that ends the run.
 static ENDING_ARRIVED: AtomicBool = AtomicBool::new(false);
+/// Retry's pid, set at installation. The handler can run in another
+/// process: a child between its clone and its `execve` shares retry's
+/// memory and handlers (`sys::spawn`), a fork has copies of them.
+static RETRY: AtomicI32 = AtomicI32::new(0);
 
 /// `si_code` of a signal the kernel sent. macOS leaves `si_code` at 0 for
 /// every signal, so there a terminal's key cannot be told from `kill`.
@@ -84,6 +88,8 @@ impl SignalPipe {
         read.set_nonblocking(true)?;
         write.set_nonblocking(true)?;
         WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
+        RETRY.store(this_process(), Ordering::SeqCst);
+        crate::sys::signal::changed();
         // A signal the C library installed: the model for those it refuses.
         let mut installed = None;
         for (index, &signal) in caught.iter().enumerate() {
@@ -134,6 +140,37 @@ impl Drop for SignalPipe {
     fn drop(&mut self) {
         // The handlers stay; they no longer wake anyone.
         WAKE.store(-1, Ordering::SeqCst);
+    }
+}
+
+/// The handler every caught signal has, as `sigaction` reports it.
+pub(crate) fn handler() -> libc::sighandler_t {
+    on_signal as *const () as libc::sighandler_t
+}
+
+/// The pid of the process the handler runs in: the system call itself,
+/// which a child that shares retry's memory answers with its own pid (a C
+/// library that kept the pid in memory would answer with retry's).
+fn this_process() -> i32 {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: getpid takes no argument and cannot fail.
+    return unsafe { libc::syscall(libc::SYS_getpid) } as i32;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    // SAFETY: as above (no child shares memory there: `fork` only).
+    return unsafe { libc::getpid() };
+}
+
+/// In a process of retry's making that has not executed its program yet
+/// (above): take the signal's default action, as that program would. Put
+/// the default back and send the signal again; blocked while this handler
+/// runs, it arrives as soon as the handler returns. Nothing of retry's is
+/// touched. (The child sets back what `execve` would not itself; for every
+/// signal with this handler that is the default: `sys::spawn`.)
+fn act_as_the_default(signal: i32) {
+    crate::sys::signal::set_default(signal);
+    // SAFETY: kill(2) to our own pid, async-signal-safe.
+    unsafe {
+        libc::kill(this_process(), signal);
     }
 }
 
@@ -195,11 +232,17 @@ fn hand_fault_back(index: usize, signal: i32) {
         let before = BEFORE_FAULT[index].get().unwrap_or(&default);
         libc::sigaction(signal, before, std::ptr::null_mut());
     }
+    crate::sys::signal::changed();
 }
 
 extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // The interrupted code may be between a call and its look at errno.
     let errno = errno::errno();
+    if this_process() != RETRY.load(Ordering::SeqCst) {
+        act_as_the_default(signal);
+        errno::set_errno(errno);
+        return;
+    }
     let code = if info.is_null() {
         1
     } else {
@@ -318,5 +361,120 @@ mod tests {
         );
         assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
         assert!(stderr.contains("has overflowed its stack"), "{stderr}");
+    }
+}
+
+#[cfg(test)]
+mod in_a_child {
+    use super::*;
+
+    /// Start `child` in a process that shares this one's memory
+    /// (`CLONE_VM`, as `sys::spawn`'s child does until its `execve`) on a
+    /// stack of its own; the wait status it ends with.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn sharing_memory(child: extern "C" fn(*mut libc::c_void) -> libc::c_int) -> i32 {
+        let mut stack = vec![0u8; 256 * 1024];
+        // SAFETY: the stack is ours and outlives the child (waited for
+        // below); the child makes only system calls and handler work.
+        let pid = unsafe {
+            let top = stack.as_mut_ptr().add(stack.len()).cast::<libc::c_void>();
+            libc::clone(
+                child,
+                top,
+                libc::CLONE_VM | libc::SIGCHLD,
+                std::ptr::null_mut(),
+            )
+        };
+        assert!(pid > 0, "clone: {}", io::Error::last_os_error());
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 {}
+        drop(stack);
+        status
+    }
+
+    /// Sends itself SIGUSR1, then exits 0 if it is still alive.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    extern "C" fn signals_itself(_: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: system calls on our own process.
+        unsafe {
+            let me = libc::syscall(libc::SYS_getpid) as libc::pid_t;
+            libc::kill(me, libc::SIGUSR1);
+            libc::syscall(libc::SYS_exit, 0);
+        }
+        0
+    }
+
+    /// Run this test alone, in a process of its own (it installs a
+    /// handler for SIGUSR1, which ends the run).
+    fn alone(test: &str) {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+            .env("RETRY_TEST_IN_A_CHILD", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn a_signal_in_a_child_sharing_retrys_memory_takes_its_default_and_leaves_retry_alone() {
+        if std::env::var_os("RETRY_TEST_IN_A_CHILD").is_none() {
+            return alone(
+                "sys::signal_pipe::in_a_child::a_signal_in_a_child_sharing_retrys_memory_takes_its_default_and_leaves_retry_alone",
+            );
+        }
+        let pipe = SignalPipe::install(&[libc::SIGUSR1], 1).unwrap();
+        let status = sharing_memory(signals_itself);
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGUSR1,
+            "the child ended with status {status:#x}, not killed by SIGUSR1"
+        );
+        assert!(pipe.take().is_empty(), "retry saw the child's signal");
+        assert!(!ending_arrived());
+        // Retry itself still catches it.
+        // SAFETY: raising a signal this process handles.
+        unsafe {
+            libc::raise(libc::SIGUSR1);
+        }
+        assert_eq!(pipe.take().len(), 1);
+    }
+
+    #[test]
+    fn a_signal_in_a_fork_takes_its_default_and_does_not_wake_retry() {
+        if std::env::var_os("RETRY_TEST_IN_A_CHILD").is_none() {
+            return alone(
+                "sys::signal_pipe::in_a_child::a_signal_in_a_fork_takes_its_default_and_does_not_wake_retry",
+            );
+        }
+        let pipe = SignalPipe::install(&[libc::SIGUSR1], 1).unwrap();
+        // SAFETY: the child makes only system calls, then `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGUSR1);
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for our own child.
+        while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 {}
+        assert!(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGUSR1,
+            "the child ended with status {status:#x}, not killed by SIGUSR1"
+        );
+        // The self-pipe is shared with the fork: its byte would be here.
+        let mut byte = [0u8; 1];
+        assert!(
+            io::Read::read(&mut &pipe.read, &mut byte).is_err(),
+            "the fork's handler woke retry"
+        );
     }
 }

@@ -13,17 +13,22 @@
 //!
 //! The child, in this order:
 //! 1. starts with every signal blocked (the parent blocks them all around
-//!    the clone), so none of retry's handlers can run in it, on retry's
-//!    memory;
-//! 2. puts back every disposition retry changed for itself (the signals
-//!    it handles; SIGPIPE, SIGXFSZ, SIGTTIN and SIGTTOU, which it ignores)
-//!    as the caller left it: ignored if the caller ignored it, else the
-//!    default (`child_dispositions`);
+//!    the clone), so no signal arrives during its steps;
+//! 2. puts back the dispositions retry changed for itself that `execve`
+//!    would not (`child_resets`: the signals it ignores, SIGPIPE, SIGXFSZ,
+//!    SIGTTIN and SIGTTOU, and what the caller ignored) as the caller left
+//!    them: ignored if the caller ignored them, else the default; a signal
+//!    retry catches is left to `execve`, and should it arrive before, the
+//!    handler sees that it runs in another process and takes the default
+//!    action (`sys::signal_pipe`);
 //! 3. leads a process group of its own, in group mode;
 //! 4. gets its standard descriptors;
 //! 5. asks for SIGKILL when retry dies, and exits 125 at once if retry is
 //!    already gone;
-//! 6. unblocks every signal (a child starts with an empty mask);
+//! 6. unblocks every signal (a child starts with an empty mask): from here
+//!    to `execve` a signal retry catches runs retry's handler, on retry's
+//!    memory, which only sees that it is not in retry's process and takes
+//!    the signal's default action (`sys::signal_pipe`);
 //! 7. runs the program (`exec`): each place of the PATH search in turn, as
 //!    `execvp` does, and a script the kernel cannot execute (`ENOEXEC`, no
 //!    `#!`) under `/bin/sh`, as `execvp` does too; never a binary.
@@ -62,6 +67,8 @@ pub(super) struct ChildArgs<'a> {
     pub(super) parent: libc::pid_t,
     /// The errno of the step that failed; 0 when `execve` succeeded.
     pub(super) error: AtomicI32,
+    /// The dispositions to put back (`child_resets`).
+    resets: std::sync::Arc<[super::Reset]>,
 }
 
 impl<'a> ChildArgs<'a> {
@@ -74,6 +81,7 @@ impl<'a> ChildArgs<'a> {
             own_group: request.own_group,
             parent: rustix::process::getpid().as_raw_nonzero().get(),
             error: AtomicI32::new(0),
+            resets: super::child_resets(),
         }
     }
 }
@@ -224,8 +232,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // takes no lock (the calls glibc's posix_spawn child makes), on
     // arguments prepared by the parent.
     unsafe {
-        // Our handlers must not run here, on retry's memory.
-        super::child_dispositions();
+        // What execve would not put back as the command must have it.
+        super::child_dispositions(&args.resets);
 
         if args.own_group && libc::setpgid(0, 0) != 0 {
             fail(args, errno());

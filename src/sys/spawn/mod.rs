@@ -99,33 +99,87 @@ pub(crate) fn start(request: &Request<'_>) -> io::Result<Pid> {
     portable::start(request)
 }
 
-/// The child's dispositions, between fork (or clone) and exec: every
-/// signal retry gave a disposition of its own (handled: retry's handlers
-/// must not survive into the command; ignored: SIGPIPE, SIGXFSZ, SIGTTIN,
-/// SIGTTOU) is put back as the caller left it: ignored if the caller
-/// ignored it (nohup, `trap '' PIPE`), else its default. SIGCHLD always
-/// gets its default, and so does SIGTERM, the signal a time limit ends an
-/// attempt with: a caller's `trap '' TERM` must not disarm `-T` and
-/// `--max-time` (coreutils `timeout` likewise lets its term signal reach
-/// the command). Only `sigaction` calls on the stack: async-signal-safe,
-/// no allocation.
-fn child_dispositions() {
-    for signal in changed_by_retry() {
-        let always_default = signal == libc::SIGCHLD || signal == libc::SIGTERM;
-        let keep_ignored = !always_default && caller_ignored(signal);
-        set_action(
-            signal,
-            if keep_ignored {
-                libc::SIG_IGN
-            } else {
-                libc::SIG_DFL
-            },
-        );
+/// The disposition the command must start with for `signal`, one retry
+/// changed for itself (handled: retry's handlers must not survive into the
+/// command; ignored: SIGPIPE, SIGXFSZ, SIGTTIN, SIGTTOU): as the caller left
+/// it, ignored if the caller ignored it (nohup, `trap '' PIPE`), else its
+/// default. SIGCHLD always gets its default, and so does SIGTERM, the
+/// signal a time limit ends an attempt with: a caller's `trap '' TERM` must
+/// not disarm `-T` and `--max-time` (coreutils `timeout` likewise lets its
+/// term signal reach the command).
+fn command_action(signal: i32) -> libc::sighandler_t {
+    let always_default = signal == libc::SIGCHLD || signal == libc::SIGTERM;
+    if !always_default && caller_ignored(signal) {
+        libc::SIG_IGN
+    } else {
+        libc::SIG_DFL
     }
 }
 
+/// The child's dispositions, between fork (or clone) and exec: `resets`
+/// from [`child_resets`]. Only `sigaction` calls on the stack:
+/// async-signal-safe, no allocation.
+fn child_dispositions(resets: &[Reset]) {
+    for &(signal, action) in resets {
+        set_action(signal, action);
+    }
+}
+
+/// A disposition the child sets before its `execve`.
+pub(crate) type Reset = (i32, libc::sighandler_t);
+
+/// The dispositions the child must set itself: only those
+/// that `execve` would not leave as [`command_action`] asks. `execve` gives
+/// a caught signal its default and leaves an ignored one ignored, so a
+/// signal retry catches needs no call when the command gets its default;
+/// should it arrive between the clone and `execve`, retry's handler sees
+/// that it runs in another process and takes the default action itself
+/// (`sys::signal_pipe`). What is left: the signals retry ignores for itself
+/// (SIGPIPE, SIGXFSZ, SIGTTIN, SIGTTOU), and what the caller ignored and
+/// the command must not (SIGTERM) or must (SIGCONT, which retry catches
+/// anyway): a handful of `sigaction` calls in the child where there were
+/// one per signal retry catches (about 50).
+///
+/// Worked out from the dispositions themselves, once for each change of
+/// them (`sys::signal::generation`), not once an attempt.
+pub(crate) fn child_resets() -> std::sync::Arc<[Reset]> {
+    use std::sync::{Arc, Mutex, PoisonError};
+    static WORKED_OUT: Mutex<Option<(u64, Arc<[Reset]>)>> = Mutex::new(None);
+    // Read first: a change while the table is worked out makes the next
+    // call work it out again.
+    let generation = crate::sys::signal::generation();
+    let mut cache = WORKED_OUT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((at, resets)) = cache.as_ref()
+        && *at == generation
+    {
+        return Arc::clone(resets);
+    }
+    let resets: Arc<[Reset]> = changed_by_retry()
+        .filter_map(|signal| {
+            let wanted = command_action(signal);
+            let needed = match crate::sys::signal::handler_of(signal) {
+                // Ignored now: still ignored after execve.
+                Some(libc::SIG_IGN) => wanted != libc::SIG_IGN,
+                Some(libc::SIG_DFL) => wanted != libc::SIG_DFL,
+                // Retry's handler: the default after execve, and before it
+                // the handler acts as the default in the child.
+                Some(handler) if handler == crate::sys::signal_pipe::handler() => {
+                    wanted != libc::SIG_DFL
+                }
+                // Someone else's handler, or a disposition that cannot be
+                // read: set it.
+                _ => true,
+            };
+            needed.then_some((signal, wanted))
+        })
+        .collect();
+    *cache = Some((generation, Arc::clone(&resets)));
+    resets
+}
+
 /// Set `signal`'s action to `handler`. Only for the child
-/// (`child_dispositions`): it changes the dispositions of the whole process.
+/// (`child_dispositions`): it changes the dispositions of the whole
+/// process.
 fn set_action(signal: i32, handler: libc::sighandler_t) {
     // SAFETY: a zeroed sigaction holding a handler constant (SIG_DFL or
     // SIG_IGN, no function) is a valid argument.

@@ -9,10 +9,11 @@
 //!    mode (`process_group(0)`);
 //! 3. gives SIGPIPE its default action (std's own step; retry ignores it);
 //! 4. runs `child_steps` (`pre_exec`):
-//!    - puts back every disposition retry changed for itself (the signals
-//!      it handles; SIGPIPE, SIGXFSZ, SIGTTIN and SIGTTOU, which it
-//!      ignores) as the caller left it: ignored if the caller ignored it,
-//!      else the default (`child_dispositions`; SIGPIPE again, after std);
+//!    - puts back the dispositions retry changed for itself that `execve`
+//!      would not (`child_resets`: the signals it ignores, SIGPIPE,
+//!      SIGXFSZ, SIGTTIN and SIGTTOU, and what the caller ignored) as the
+//!      caller left them: ignored if the caller ignored them, else the
+//!      default; and SIGPIPE again, after std;
 //!    - asks for SIGKILL when retry dies, and exits 125 at once if retry is
 //!      already gone (Linux and FreeBSD);
 //!    - empties the signal mask (a program starts with none blocked);
@@ -24,10 +25,11 @@
 //!    retry's, with the request's variables added or replaced.
 //!
 //! Every signal is blocked from the fork on: the parent blocks them all
-//! around `spawn`, so none of retry's handlers (which write
-//! into retry's self-pipe) can run in the child before its dispositions are
-//! back to what the program must get; only then is the mask emptied. Until
-//! then no signal can arrive, so the order of steps 1 to 4 is not seen.
+//! around `spawn`, so no signal arrives in the child before the mask is
+//! emptied, and the order of steps 1 to 4 is not seen. A signal that
+//! arrives after that and before the `execve` finds retry's handler, which
+//! sees that it runs in another process and takes the default action
+//! (`sys::signal_pipe`), as the program would.
 //!
 //! The parent-death signal is tied to the thread that forks: `spawn` runs
 //! on the thread that calls it, and only the main thread, which lasts the
@@ -67,6 +69,8 @@ pub(super) fn start(request: &Request<'_>) -> io::Result<Pid> {
     let steps = ChildSteps {
         parent: rustix::process::getpid(),
         empty: signal_set(false),
+        resets: super::child_resets(),
+        pipe: super::command_action(libc::SIGPIPE),
     };
     // SAFETY: the closure runs in the forked child before exec, and only
     // makes async-signal-safe system calls on the plain values copied into
@@ -96,13 +100,18 @@ struct ChildSteps {
     parent: Pid,
     /// The child's signal mask: empty.
     empty: libc::sigset_t,
+    /// The dispositions to put back (`child_resets`).
+    resets: std::sync::Arc<[super::Reset]>,
+    /// SIGPIPE's, which std has given its default.
+    pipe: libc::sighandler_t,
 }
 
 /// The child's steps between fork and exec (module doc, step 4). Only
 /// async-signal-safe system calls: the process may have other threads,
 /// whose locks the child's copy of memory holds.
 fn child_steps(steps: &ChildSteps) {
-    super::child_dispositions();
+    super::child_dispositions(&steps.resets);
+    super::set_action(libc::SIGPIPE, steps.pipe);
 
     // If retry dies, even of SIGKILL, the attempt dies with it; if it died
     // already, the request came too late: give up at once.
@@ -116,9 +125,8 @@ fn child_steps(steps: &ChildSteps) {
             unsafe { libc::_exit(125) }
         }
     }
-    // Elsewhere the kernel has no parent-death signal; the attempt outlives
-    // a retry killed with SIGKILL (a later change watches retry from the
-    // child's side there).
+    // Elsewhere the kernel has no parent-death signal: the run's watchdog
+    // ends the attempt if retry is killed with SIGKILL (`process::watchdog`).
     #[cfg(not(all(any(target_os = "linux", target_os = "freebsd"), not(retry_posix))))]
     let _ = steps.parent;
 

@@ -322,3 +322,30 @@ fn a_kept_command_reports_its_status_and_a_failed_start_its_errno() {
     assert_eq!(pid, kept.keeper);
     assert_ne!(kept.child, kept.keeper);
 }
+
+/// The child sets only the dispositions `execve` would not leave as the
+/// command must get them: SIGPIPE, which this process ignores (the Rust
+/// runtime does) and a command gets as the caller left it, is one.
+#[test]
+fn the_child_sets_only_what_execve_would_not_put_back() {
+    let resets = super::child_resets();
+    let pipe = super::command_action(libc::SIGPIPE);
+    assert_eq!(
+        resets.contains(&(libc::SIGPIPE, pipe)),
+        pipe == libc::SIG_DFL,
+        "{resets:?}"
+    );
+    for &(signal, action) in resets.iter() {
+        let now = crate::sys::signal::handler_of(signal);
+        let after_execve = if now == Some(libc::SIG_IGN) {
+            libc::SIG_IGN
+        } else {
+            libc::SIG_DFL
+        };
+        assert!(
+            after_execve != action || !matches!(now, Some(libc::SIG_IGN | libc::SIG_DFL)),
+            "signal {signal}: {action} is what execve leaves anyway"
+        );
+    }
+    assert!(resets.len() < 10, "{resets:?}");
+}
