@@ -148,6 +148,27 @@ pub(super) fn abandoned(attempt: &SharedAttempt<'_>) -> Vec<Member> {
     found
 }
 
+/// What the watchdog ends of an attempt in retry's group when it does not
+/// know everything that was there before the attempt (records lost to a
+/// full page): the command, if it is still the process it was, and what
+/// is below it. Not what it orphaned into retry's group: only what was
+/// there before tells that from a process that must be spared.
+pub(super) fn command_and_below(attempt: &SharedAttempt<'_>) -> Vec<Member> {
+    below_command(&all_processes(), attempt)
+}
+
+fn below_command(processes: &[ProcInfo], attempt: &SharedAttempt<'_>) -> Vec<Member> {
+    let same = |pid: i32| {
+        processes
+            .iter()
+            .any(|p| p.pid == pid && p.start == attempt.start)
+    };
+    match attempt.child {
+        Some(child) if same(child) => with_descendants(processes, vec![child]),
+        _ => Vec::new(),
+    }
+}
+
 /// Every process below `root` (a keeper, our unreaped child), not `root`.
 pub(super) fn descendants(root: Pid) -> Vec<Member> {
     let root = root.as_raw_nonzero().get();
@@ -294,6 +315,13 @@ mod tests {
             before: &before,
         };
         assert_eq!(pids(&members(&table, &attempt)), [201, 203, 204]);
+        // Not knowing what was there before: the command and below it only.
+        assert_eq!(pids(&below_command(&table, &attempt)), [200, 201]);
+        let reused = SharedAttempt {
+            start: 9,
+            ..attempt.clone()
+        };
+        assert_eq!(pids(&below_command(&table, &reused)), [] as [i32; 0]);
         // Once the command is reaped, its child is an orphan like the others.
         attempt.child = None;
         let reaped = [proc(201, 1, 100, 11), proc(203, 1, 100, 12)];

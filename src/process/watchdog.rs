@@ -68,8 +68,11 @@ pub(crate) fn release() {
 
 /// In the watchdog, once retry is gone: SIGKILL to what it still guarded.
 /// Looked at again until nothing is left (a process that forks while it
-/// is looked for), a few times at most.
-fn end_what_was_guarded(guarded: &[Guarded]) {
+/// is looked for), a few times at most. Not `whole` (records were lost, a
+/// process to spare maybe among them): an attempt in retry's group is
+/// ended by its command and what is below it only, with no search of
+/// retry's group that could take a process that was there before.
+fn end_what_was_guarded(guarded: &[Guarded], whole: bool) {
     let spared: Vec<Member> = guarded
         .iter()
         .filter_map(|what| match *what {
@@ -98,7 +101,12 @@ fn end_what_was_guarded(guarded: &[Guarded]) {
                         adopter: None,
                         before: &spared,
                     };
-                    for member in tree::abandoned(&attempt) {
+                    let found = if whole {
+                        tree::abandoned(&attempt)
+                    } else {
+                        tree::command_and_below(&attempt)
+                    };
+                    for member in found {
                         tree::signal(member, Signal::KILL);
                         left = true;
                     }

@@ -528,6 +528,21 @@ fn in_retrys_group_a_sigkilled_retry_takes_the_attempt_and_its_orphans() {
 }
 
 #[test]
+fn a_sigkilled_retry_takes_every_hedged_copy() {
+    // Each copy's group is guarded, from the copies' own threads: both are
+    // ended, what their shells started in the background included.
+    let (a, b) = (marker(), marker());
+    assert!(
+        sigkill_leaves_nothing(
+            &["--hedge-after", "50ms"],
+            &format!("sleep {a} & sleep {b}"),
+            &[&a, &b]
+        ),
+        "a hedged copy's sleep outlived a SIGKILLed retry"
+    );
+}
+
+#[test]
 fn in_retrys_group_a_grandchild_that_ignores_sigterm_is_killed_at_kill_after() {
     // The shell dies of the time limit's SIGTERM at once; its grandchild,
     // which ignores SIGTERM, is orphaned then: it is found all the same,
