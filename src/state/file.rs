@@ -30,6 +30,7 @@ mod absent;
 mod case;
 mod dir;
 mod names;
+mod records;
 mod waiting;
 
 use std::ffi::{OsStr, OsString};
@@ -45,7 +46,7 @@ use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::store::{
-    Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
+    Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
 };
 use crate::safe_fs::replace::{NewMode, Options, Replacement, Step, Trouble};
 use names::{Names, temporary_name};
@@ -293,44 +294,6 @@ impl FileStore {
             Replacement::new(dir, OsStr::new(&names.json), options, Box::new(temporary))?;
         replacement.write_all(text)?;
         replacement.commit()
-    }
-}
-
-impl Store for FileStore {
-    fn update_blob(
-        &self,
-        kind: &Kind,
-        name: &str,
-        patience: Patience,
-        change: &mut Change<'_>,
-    ) -> Result<()> {
-        let names = Names::new(kind, name);
-        let _lock = self.lock(&names, patience)?;
-        self.remove_temporaries(&names);
-        let loaded = self.load(&names);
-        if let Some(value) = change(&loaded)? {
-            let mut text = serde_json::to_vec_pretty(&value)?;
-            text.push(b'\n');
-            self.store(&names, &text)?;
-        }
-        Ok(())
-    }
-
-    /// Without the lock: every write replaces the file by a rename, so a
-    /// read sees the old record or the new one, never half of one.
-    fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
-        Ok(self.load(&Names::new(kind, name)))
-    }
-
-    fn location(&self, kind: &Kind, name: &str) -> String {
-        self.dir
-            .join(Names::new(kind, name).json)
-            .display()
-            .to_string()
-    }
-
-    fn describe_record(&self, kind: &Kind, name: &str) -> String {
-        self.location(kind, name)
     }
 }
 

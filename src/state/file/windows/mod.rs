@@ -22,6 +22,8 @@ mod absent;
 mod case;
 #[path = "../names.rs"]
 mod names;
+#[path = "../records.rs"]
+mod records;
 #[path = "../waiting.rs"]
 mod waiting;
 
@@ -34,7 +36,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::store::{
-    Change, Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
+    Interrupted, Kind, Loaded, MAX_RECORD_BYTES, Patience, SIGNAL_SLICE, Store, too_large,
 };
 use crate::safe_fs::replace::{NewMode, Options, Replacement};
 use crate::sys::fd::OwnedFd;
@@ -198,43 +200,5 @@ impl FileStore {
                 replacement.commit()
             });
         replaced.map_err(|trouble| names::trouble(&self.dir, names, trouble))
-    }
-}
-
-impl Store for FileStore {
-    fn update_blob(
-        &self,
-        kind: &Kind,
-        name: &str,
-        patience: Patience,
-        change: &mut Change<'_>,
-    ) -> Result<()> {
-        let names = Names::new(kind, name);
-        let _lock = self.lock(&names, patience)?;
-        self.remove_temporaries(&names);
-        let loaded = self.load(&names);
-        if let Some(value) = change(&loaded)? {
-            let mut text = serde_json::to_vec_pretty(&value)?;
-            text.push(b'\n');
-            self.store(&names, &text)?;
-        }
-        Ok(())
-    }
-
-    /// Without the lock: every write replaces the file by a move, so a read
-    /// sees the old record or the new one.
-    fn read_blob(&self, kind: &Kind, name: &str) -> Result<Loaded> {
-        Ok(self.load(&Names::new(kind, name)))
-    }
-
-    fn location(&self, kind: &Kind, name: &str) -> String {
-        self.dir
-            .join(Names::new(kind, name).json)
-            .display()
-            .to_string()
-    }
-
-    fn describe_record(&self, kind: &Kind, name: &str) -> String {
-        self.location(kind, name)
     }
 }
