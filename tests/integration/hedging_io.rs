@@ -30,6 +30,9 @@ fn wait_until(
     }
 }
 
+/// A copy after 200 ms; a superseded copy has 500 ms to end after SIGTERM.
+const HEDGED: [&str; 4] = ["--hedge-after", "200ms", "--kill-after", "500ms"];
+
 #[test]
 fn a_replayed_input_that_never_ends_gives_way_to_a_signal_and_to_max_time() {
     let dir = scratch();
@@ -71,16 +74,8 @@ fn an_empty_pipe_and_a_replayed_file_are_given_to_every_copy() {
     // A pipe whose writer left it empty (a harness's stdin) holds nothing
     // copies could each get a part of.
     let mut child = retry_std()
-        .args([
-            "--hedge-after",
-            "200ms",
-            "--kill-after",
-            "500ms",
-            "--",
-            "sh",
-            "-c",
-            body,
-        ])
+        .args(HEDGED)
+        .args(["--", "sh", "-c", body])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -179,16 +174,8 @@ fn a_winner_whose_stdout_did_not_fit_its_spool_is_not_delivered_in_part() {
         format!("if [ \"$RETRY_HEDGE\" = 0 ]; then sleep {marker}; fi; head -c 2000000 /dev/zero");
     let out = retry_std()
         .env("TMPDIR", &disk.path)
-        .args([
-            "--hedge-after",
-            "200ms",
-            "--kill-after",
-            "500ms",
-            "--",
-            "sh",
-            "-c",
-            &body,
-        ])
+        .args(HEDGED)
+        .args(["--", "sh", "-c", &body])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -203,16 +190,8 @@ fn a_winner_whose_stdout_did_not_fit_its_spool_is_not_delivered_in_part() {
 fn a_stdout_that_takes_nothing_holds_the_delivery_no_longer_than_a_signal() {
     let body = "head -c 1000000 /dev/zero; [ \"$RETRY_HEDGE\" = 1 ] || sleep 20";
     let mut child = retry_std_default_signals()
-        .args([
-            "--hedge-after",
-            "200ms",
-            "--kill-after",
-            "500ms",
-            "--",
-            "sh",
-            "-c",
-            body,
-        ])
+        .args(HEDGED)
+        .args(["--", "sh", "-c", body])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -233,16 +212,8 @@ fn a_hedges_stderr_without_line_ends_is_said_in_bounded_memory() {
         "if [ \"$RETRY_HEDGE\" = 1 ]; then head -c 150000000 /dev/zero >&2; else sleep 20; fi";
     #[allow(clippy::zombie_processes)] // reaped by wait4 below
     let child = retry_std()
-        .args([
-            "--hedge-after",
-            "200ms",
-            "--kill-after",
-            "500ms",
-            "--",
-            "sh",
-            "-c",
-            body,
-        ])
+        .args(HEDGED)
+        .args(["--", "sh", "-c", body])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
