@@ -224,13 +224,14 @@ pub(crate) fn handler_of(signal: i32) -> Option<libc::sighandler_t> {
 /// `SIG_DFL` or `SIG_IGN` for `signal`, through the system call where the
 /// C library refuses the number.
 fn set_handler(signal: i32, handler: libc::sighandler_t) {
-    changed();
     // SAFETY: a disposition of our own process; no handler function is
     // involved.
     let refused = unsafe { libc::signal(signal, handler) } == libc::SIG_ERR;
     if refused {
         kept::set_handler(signal, handler);
     }
+    // After the change: what is worked out from the old one is stale.
+    changed();
 }
 
 /// Unblock `signals` for the calling thread (and the threads it starts).

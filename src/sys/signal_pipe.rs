@@ -89,7 +89,6 @@ impl SignalPipe {
         write.set_nonblocking(true)?;
         WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
         RETRY.store(this_process(), Ordering::SeqCst);
-        crate::sys::signal::changed();
         // A signal the C library installed: the model for those it refuses.
         let mut installed = None;
         for (index, &signal) in caught.iter().enumerate() {
@@ -109,6 +108,7 @@ impl SignalPipe {
                 (Err(error), _) => return Err(error),
             }
         }
+        crate::sys::signal::changed();
         Ok(SignalPipe { read })
     }
 

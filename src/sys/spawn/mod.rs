@@ -126,7 +126,7 @@ fn child_dispositions(resets: &[Reset]) {
 }
 
 /// A disposition the child sets before its `execve`.
-pub(crate) type Reset = (i32, libc::sighandler_t);
+type Reset = (i32, libc::sighandler_t);
 
 /// The dispositions the child must set itself: only those
 /// that `execve` would not leave as [`command_action`] asks. `execve` gives
@@ -142,7 +142,7 @@ pub(crate) type Reset = (i32, libc::sighandler_t);
 ///
 /// Worked out from the dispositions themselves, once for each change of
 /// them (`sys::signal::generation`), not once an attempt.
-pub(crate) fn child_resets() -> std::sync::Arc<[Reset]> {
+fn child_resets() -> std::sync::Arc<[Reset]> {
     use std::sync::{Arc, Mutex, PoisonError};
     static WORKED_OUT: Mutex<Option<(u64, Arc<[Reset]>)>> = Mutex::new(None);
     // Read first: a change while the table is worked out makes the next
